@@ -1,0 +1,33 @@
+"""Stable, content-addressed ids: SHA-256 over canonical JSON."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no whitespace; tuples become lists."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_default)
+
+
+def stable_hash(value: Any, *, length: int = 16) -> str:
+    """Hex digest of ``value``'s canonical JSON, cut to ``length`` characters."""
+    digest = hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
+    return digest[:length]
+
+
+def stable_id(prefix: str, value: Any, *, length: int = 16) -> str:
+    """``<prefix>_<hash>``: deterministic and prefix-scoped, as upstream's createStableId."""
+    return f"{prefix}_{stable_hash(value, length=length)}"
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return str(value)

@@ -1,0 +1,137 @@
+"""The crux_nb error hierarchy.
+
+Every error raised on purpose by crux_nb is a :class:`CruxError` with a stable
+``code`` (a short snake_case string that tests and callers may rely on) and a
+``hint`` saying what to do next. The message never contains secrets.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "CruxError",
+    "ParameterError",
+    "InputError",
+    "RefError",
+    "NotFoundError",
+    "StorageError",
+    "LeaseError",
+    "RetrievalConfigError",
+    "RetrievalRunError",
+    "ModelError",
+    "ValidationExhaustedError",
+]
+
+
+class CruxError(Exception):
+    """Base class: ``code`` is stable, ``hint`` says how to recover."""
+
+    default_code = "crux_error"
+
+    def __init__(self, message: str, *, code: str | None = None, hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.code = code or self.default_code
+        self.hint = hint
+
+    def __str__(self) -> str:
+        if self.hint:
+            return f"{self.message} Hint: {self.hint}"
+        return self.message
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(code={self.code!r}, message={self.message!r})"
+
+
+class ParameterError(CruxError, ValueError):
+    """A step, function or constructor got an invalid parameter value.
+
+    The message always has the form
+    ``<owner>: parameter '<name>' must be <expected>; got <value>.``
+    """
+
+    default_code = "invalid_parameter"
+
+    def __init__(self, owner: str, name: str, expected: str, value: Any, *, hint: str | None = None):
+        shown = _short_repr(value)
+        super().__init__(
+            f"{owner}: parameter '{name}' must be {expected}; got {shown}.",
+            hint=hint,
+        )
+        self.owner = owner
+        self.parameter = name
+
+
+class InputError(CruxError, ValueError):
+    """Data handed to crux_nb (texts, frames, files, edges) is not usable."""
+
+    default_code = "invalid_input"
+
+
+class RefError(InputError):
+    """A knowledge ref (or its encoded string) is not valid."""
+
+    default_code = "invalid_ref"
+
+
+class NotFoundError(CruxError, LookupError):
+    """A named thing (source, chunk, generation, file) does not exist."""
+
+    default_code = "not_found"
+
+
+class StorageError(CruxError, OSError):
+    """A saved knowledge base is missing, incomplete or corrupted."""
+
+    default_code = "storage_error"
+
+
+class LeaseError(StorageError):
+    """Another process holds the build lease."""
+
+    default_code = "lease_held"
+
+
+class RetrievalConfigError(CruxError, ValueError):
+    """A recipe could not be built (codes follow upstream: ``invalid_step_order``,
+    ``missing_model``, ``recipe_id_conflict``, ``reserved_step_id``)."""
+
+    default_code = "invalid_step_order"
+
+
+class RetrievalRunError(CruxError, RuntimeError):
+    """A recipe step failed at run time; ``trace`` records what ran."""
+
+    default_code = "step_failed"
+
+    def __init__(self, message: str, *, code: str | None = None, hint: str | None = None, trace: Any = None):
+        super().__init__(message, code=code, hint=hint)
+        self.trace = trace
+
+
+class ModelError(CruxError, RuntimeError):
+    """A model call failed (transport, timeout, refusal) after its retries."""
+
+    default_code = "model_error"
+
+
+class ValidationExhaustedError(ModelError):
+    """A model's output failed validation, and so did the one repair attempt."""
+
+    default_code = "validation_exhausted"
+
+    def __init__(self, prompt_id: str, issues: list[dict[str, Any]] | tuple = (), *, attempts: int = 1, max_attempts: int = 1):
+        super().__init__(
+            f'Validation failed after {attempts}/{max_attempts} attempts for prompt "{prompt_id}".',
+            hint="the model's output did not match the task schema twice; try a stronger model or inspect the call log.",
+        )
+        self.prompt_id = prompt_id
+        self.issues = tuple(issues)
+        self.attempts = attempts
+        self.max_attempts = max_attempts
+
+
+def _short_repr(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

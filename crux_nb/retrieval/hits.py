@@ -1,0 +1,140 @@
+"""Hit kinds: the values every retrieval recipe produces.
+
+``EvidenceHit`` is a chunk of the knowledge base; ``FindingHit`` is a statement
+mapped from community reports, with a citation back to its evidence. Both are
+frozen; steps make changed copies with :func:`dataclasses.replace`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import Any, Literal, Union
+
+from ..refs import ChunkRef, KnowledgeRef, encode_ref, is_ref
+from ..schema import Metadata
+
+__all__ = [
+    "Source", "HitParent", "SourceScore", "GraphProvenance", "Provenance", "EvidenceHit",
+    "AssertionRef", "Lineage", "FindingCitation", "FindingHit", "RetrieverHit", "hit_key", "to_data",
+]
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a chunk came from. Retrieval never hydrates ``asset_ref``."""
+
+    id: str
+    url: str | None = None
+    path: str | None = None
+    asset_ref: str | None = None
+    media_type: str | None = None
+    location: str | None = None
+
+
+@dataclass(frozen=True)
+class HitParent:
+    parent_id: str | None = None
+    key: str | None = None
+    title: str | None = None
+    summary: str | None = None
+    content: str | None = None
+    metadata: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class SourceScore:
+    retriever_id: str
+    score: float
+    rank: int
+    weight: float | None = None
+
+
+@dataclass(frozen=True)
+class GraphProvenance:
+    """How ``expand_relations`` reached a hit: encoded refs from the seed, edge types per hop."""
+
+    seed: str
+    path: tuple[str, ...]
+    edges: tuple[str, ...]
+    distance: int
+
+
+@dataclass(frozen=True)
+class Provenance:
+    raw_score: float | None = None
+    per_source: tuple[SourceScore, ...] = ()
+    matched_queries: tuple[str, ...] = ()
+    ranks: Mapping[str, int] | None = None
+    fused_score: float | None = None
+    rerank_score: float | None = None
+    graph: GraphProvenance | None = None
+
+
+@dataclass(frozen=True)
+class EvidenceHit:
+    namespace: str
+    source: Source
+    chunk_id: str
+    content: str
+    metadata: Mapping[str, Any] = field(default_factory=Metadata)
+    score: float = 0.0
+    parent: HitParent | None = None
+    provenance: Provenance | None = None
+    kind: Literal["evidence"] = "evidence"
+
+    @property
+    def ref(self) -> ChunkRef:
+        return ChunkRef(self.source.id, self.chunk_id)
+
+
+@dataclass(frozen=True)
+class AssertionRef:
+    assertion_id: str
+
+
+@dataclass(frozen=True)
+class Lineage:
+    view_revision: str | None
+    community_generation: str
+    report_community_id: str
+
+
+@dataclass(frozen=True)
+class FindingCitation:
+    finding_target: str
+    supports: tuple[KnowledgeRef, ...]
+    assertion_refs: tuple[AssertionRef, ...]
+    lineage: Lineage
+
+
+@dataclass(frozen=True)
+class FindingHit:
+    namespace: str
+    content: str
+    score: float
+    citation: FindingCitation
+    kind: Literal["finding"] = "finding"
+
+
+RetrieverHit = Union[EvidenceHit, FindingHit]
+
+
+def hit_key(hit: RetrieverHit) -> str:
+    """Identity key: ``ns:source:chunk`` for evidence, ``ns:finding:<target>`` for findings."""
+    if isinstance(hit, FindingHit):
+        return f"{hit.namespace}:finding:{hit.citation.finding_target}"
+    return f"{hit.namespace}:{hit.source.id}:{hit.chunk_id}"
+
+
+def to_data(value: Any) -> Any:
+    """JSON-ready plain data for hits and their parts (refs become encoded strings)."""
+    if is_ref(value):
+        return encode_ref(value)
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_data(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): to_data(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_data(v) for v in value]
+    return value

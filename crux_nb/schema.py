@@ -1,0 +1,191 @@
+"""Every frame schema and column name of crux_nb, in one place.
+
+A schema is an ordered mapping ``column -> dtype kind``. Kinds:
+
+``str``
+    pandas' string dtype (``"str"``); missing values are NaN.
+``int``
+    ``int64``.
+``float``
+    ``float64``.
+``bool``
+    ``bool``.
+``object``
+    Python objects: read-only metadata mappings and tuples.
+
+Frames are coerced to their schema at every public boundary with :func:`coerce`,
+so a frame read back from Parquet equals the one that was saved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .errors import InputError
+
+__all__ = ["SCHEMAS", "Metadata", "empty_frame", "coerce", "require_columns", "frozen_metadata"]
+
+DOCUMENTS = {
+    "source_id": "str",
+    "title": "str",
+    "path": "str",
+    "media_type": "str",
+    "content_hash": "str",
+    "n_chunks": "int",
+    "n_chars": "int",
+    "metadata": "object",
+}
+PARENTS = {
+    "source_id": "str",
+    "parent_id": "str",
+    "ordinal": "int",
+    "title": "str",
+    "heading_level": "int",
+    "metadata": "object",
+}
+CHUNKS = {
+    "ref": "str",
+    "source_id": "str",
+    "chunk_id": "str",
+    "parent_id": "str",
+    "ordinal": "int",
+    "content": "str",
+    "n_chars": "int",
+    "metadata": "object",
+}
+ENTITIES = {
+    "entity_id": "str",
+    "ref": "str",
+    "canonical_name": "str",
+    "type": "str",
+    "aliases": "object",
+    "description": "str",
+}
+EDGES = {
+    "edge_id": "str",
+    "type": "str",
+    "from_ref": "str",
+    "to_ref": "str",
+    "direction": "str",
+    "description": "str",
+    "weight": "float",
+    "stage": "str",
+}
+EDGE_EVIDENCE = {
+    "edge_id": "str",
+    "source_id": "str",
+    "chunk_ref": "str",
+    "provenance": "str",
+}
+
+SCHEMAS: dict[str, dict[str, str]] = {
+    "documents": DOCUMENTS,
+    "parents": PARENTS,
+    "chunks": CHUNKS,
+    "entities": ENTITIES,
+    "edges": EDGES,
+    "edge_evidence": EDGE_EVIDENCE,
+}
+
+#: Columns holding JSON-like values (serialised as JSON text in Parquet).
+JSON_COLUMNS: dict[str, tuple[str, ...]] = {
+    "documents": ("metadata",),
+    "parents": ("metadata",),
+    "chunks": ("metadata",),
+    "entities": ("aliases",),
+}
+
+_DTYPES = {"str": "str", "int": "int64", "float": "float64", "bool": "bool", "object": "object"}
+
+
+class Metadata(dict):
+    """A read-only dict: metadata shared with the store cannot be changed in place."""
+
+    __slots__ = ()
+
+    def _readonly(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("crux_nb metadata is read-only; copy it with dict(m) to change it.")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _readonly  # type: ignore[assignment]
+
+    def __ior__(self, other: Any) -> Any:  # type: ignore[override]
+        self._readonly()
+
+    def __reduce__(self) -> Any:
+        return (Metadata, (dict(self),))
+
+    def __copy__(self) -> Metadata:
+        return self
+
+    def __deepcopy__(self, memo: Any) -> Metadata:
+        return self
+
+
+def frozen_metadata(value: Mapping[str, Any] | None) -> Metadata:
+    """Return ``value`` as read-only :class:`Metadata` (nested dicts frozen too)."""
+    if value is None:
+        return Metadata()
+    return Metadata({str(k): _freeze(v) for k, v in value.items()})
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return frozen_metadata(value)
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def empty_frame(table: str) -> pd.DataFrame:
+    """A zero-row frame with the table's columns and dtypes."""
+    schema = SCHEMAS[table]
+    return pd.DataFrame({c: pd.Series([], dtype=_DTYPES[k]) for c, k in schema.items()})
+
+
+def require_columns(frame: Any, columns: list[str] | tuple[str, ...], *, what: str) -> None:
+    """Raise :class:`InputError` naming the missing columns of ``frame``."""
+    if not isinstance(frame, pd.DataFrame):
+        raise InputError(f"{what} must be a pandas DataFrame; got {type(frame).__name__}.")
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise InputError(
+            f"{what} is missing column(s) {missing}; it has {list(map(str, frame.columns))}.",
+            hint=f"the frame needs the columns {list(columns)}.",
+        )
+
+
+def coerce(frame: pd.DataFrame, table: str) -> pd.DataFrame:
+    """Return a new frame with exactly ``table``'s columns, order and dtypes."""
+    schema = SCHEMAS[table]
+    require_columns(frame, list(schema), what=f"the {table} frame")
+    out = {}
+    for column, kind in schema.items():
+        series = frame[column]
+        out[column] = _coerce_series(series, kind, f"{table}.{column}")
+    return pd.DataFrame(out).reset_index(drop=True)
+
+
+def _coerce_series(series: pd.Series, kind: str, name: str) -> pd.Series:
+    try:
+        if kind == "object":
+            return pd.Series(list(series), dtype="object", name=series.name)
+        if kind == "str":
+            return series.astype("str")
+        if kind == "int":
+            return series.astype("int64")
+        if kind == "float":
+            return series.astype("float64")
+        return series.astype("bool")
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"column {name} cannot be read as {kind}: {exc}") from None
+
+
+def is_missing(value: Any) -> bool:
+    """True for None and NaN (the two missing markers pandas uses)."""
+    if value is None:
+        return True
+    return isinstance(value, float) and np.isnan(value)

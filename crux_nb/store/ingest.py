@@ -1,0 +1,182 @@
+"""Reading user input (strings, files, folders, frames) into validated source specs.
+
+Nothing here touches a knowledge base: every input is checked in full first,
+so a bad file or row leaves the knowledge base exactly as it was.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError, NotFoundError
+from ..schema import Metadata, frozen_metadata, require_columns
+from .chunking import parse_front_matter
+
+TEXT_SUFFIXES = {".md": "text/markdown", ".markdown": "text/markdown", ".txt": "text/plain"}
+Format = Literal["markdown", "text"]
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    source_id: str
+    text: str
+    metadata: Metadata
+    media_type: str
+    path: str | None = None
+
+
+def check_source_id(source_id: Any) -> str:
+    if not isinstance(source_id, str) or not source_id.strip():
+        raise InputError(f"source id {source_id!r} must be a non-empty string.",
+                         hint="pass a name such as 'launch-plan.md'.")
+    if any(ord(ch) < 32 for ch in source_id):
+        raise InputError(f"source id {source_id!r} contains control characters.")
+    return source_id
+
+
+def check_text(source_id: str, text: Any) -> str:
+    if not isinstance(text, str):
+        raise InputError(f"text of source {source_id!r} must be a string; got {type(text).__name__}.",
+                         hint="decode bytes first, e.g. data.decode('utf-8').")
+    if "\x00" in text:
+        raise InputError(f"text of source {source_id!r} contains NUL bytes; it looks binary.")
+    if not text.strip():
+        raise InputError(f"text of source {source_id!r} is empty.", hint="skip empty documents before adding them.")
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def clean_metadata(source_id: str, metadata: Any) -> Metadata:
+    """Validate metadata: string keys and JSON-representable values."""
+    if metadata is None:
+        return Metadata()
+    if not isinstance(metadata, Mapping):
+        raise InputError(f"metadata of source {source_id!r} must be a mapping; got {type(metadata).__name__}.")
+    out: dict[str, Any] = {}
+    for key, value in metadata.items():
+        if not isinstance(key, str) or not key:
+            raise InputError(f"metadata of source {source_id!r} has a key {key!r} that is not a non-empty string.")
+        out[key] = _json_value(source_id, key, value)
+    return frozen_metadata(out)
+
+
+def _json_value(source_id: str, key: str, value: Any) -> Any:
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, (np.generic,)):
+        value = value.item()
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InputError(f"metadata {key!r} of source {source_id!r} is {value}; only finite numbers are stored.")
+        return value
+    if isinstance(value, (pd.Timestamp, _dt.date, _dt.datetime)):
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        return {str(k): _json_value(source_id, f"{key}.{k}", v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_value(source_id, key, v) for v in value]
+    raise InputError(f"metadata {key!r} of source {source_id!r} has type {type(value).__name__}, "
+                     "which cannot be saved as JSON.", hint="use strings, numbers, booleans, lists or dicts.")
+
+
+def text_spec(source_id: Any, text: Any, *, metadata: Any = None, format: Format = "markdown",
+              path: str | None = None) -> SourceSpec:
+    source_id = check_source_id(source_id)
+    text = check_text(source_id, text)
+    if format not in ("markdown", "text"):
+        raise InputError(f"format {format!r} is not one of 'markdown', 'text'.")
+    meta: dict[str, Any] = {}
+    if format == "markdown":
+        meta, text = parse_front_matter(text)
+        if not text.strip():
+            raise InputError(f"text of source {source_id!r} has front matter but no content.")
+    meta.update(clean_metadata(source_id, metadata))
+    media_type = "text/markdown" if format == "markdown" else "text/plain"
+    return SourceSpec(source_id, text, clean_metadata(source_id, meta), media_type, path)
+
+
+def path_specs(path: Any, *, metadata: Any = None) -> list[SourceSpec]:
+    """Specs for a ``.md``/``.txt`` file or every such file below a folder."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise InputError(f"path must be a string or a Path; got {type(path).__name__}.")
+    root = Path(path)
+    if not root.exists():
+        raise NotFoundError(f"path {str(root)!r} does not exist.", hint="check the path, relative to the working directory.")
+    if root.is_file():
+        files, base = [root], root.parent
+    else:
+        files = sorted(p for p in root.rglob("*") if p.is_file() and not _hidden(p.relative_to(root)))
+        base = root
+        unknown = [p for p in files if p.suffix.lower() not in TEXT_SUFFIXES]
+        files = [p for p in files if p.suffix.lower() in TEXT_SUFFIXES]
+        if not files:
+            raise InputError(f"folder {str(root)!r} holds no .md or .txt files"
+                             + (f" (found {unknown[0].name!r} and {len(unknown) - 1} other files)." if unknown else "."))
+    specs = []
+    for file in files:
+        suffix = file.suffix.lower()
+        if suffix not in TEXT_SUFFIXES:
+            raise InputError(f"file {str(file)!r} has type {suffix or '(none)'!r}; crux_nb reads .md, .markdown and .txt.",
+                             hint="convert it to Markdown or plain text first.")
+        try:
+            text = file.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise InputError(f"file {str(file)!r} is not UTF-8 text.", hint="re-encode it as UTF-8.") from None
+        except OSError as exc:
+            raise InputError(f"file {str(file)!r} cannot be read: {exc.strerror}.") from None
+        source_id = file.relative_to(base).as_posix()
+        fmt: Format = "markdown" if TEXT_SUFFIXES[suffix] == "text/markdown" else "text"
+        specs.append(text_spec(source_id, text, metadata=metadata, format=fmt, path=str(file)))
+    return specs
+
+
+def _hidden(relative: Path) -> bool:
+    return any(part.startswith(".") for part in relative.parts)
+
+
+def frame_specs(frame: Any, *, id_column: str = "id", text_column: str = "text",
+                format: Format = "markdown") -> list[SourceSpec]:
+    """Specs for each row of a frame; other columns become metadata (missing values dropped)."""
+    require_columns(frame, [id_column, text_column], what="the frame passed to add_frame()")
+    ids = frame[id_column].tolist()
+    texts = frame[text_column].tolist()
+    meta_columns = [c for c in frame.columns if c not in (id_column, text_column)]
+    records = frame[meta_columns].to_dict("records") if meta_columns else [{}] * len(ids)
+    specs = []
+    for source_id, text, record in zip(ids, texts, records):
+        meta = {str(k): v for k, v in record.items() if not _is_na(v)}
+        specs.append(text_spec(source_id, text, metadata=meta, format=format))
+    return specs
+
+
+def _is_na(value: Any) -> bool:
+    if isinstance(value, (list, tuple, dict, np.ndarray)):
+        return False
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def check_unique(specs: list[SourceSpec]) -> None:
+    seen: set[str] = set()
+    for spec in specs:
+        if spec.source_id in seen:
+            raise InputError(f"source id {spec.source_id!r} appears more than once in one call.",
+                             hint="give every source a unique id.")
+        seen.add(spec.source_id)
+
+
+def metadata_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))

@@ -1,0 +1,180 @@
+"""The knowledge base: frames on pandas, ingestion, edges, the graph reader and recipes."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+import pandas as pd
+
+from ..errors import InputError, NotFoundError, ParameterError
+from ..schema import SCHEMAS
+from .chunking import DEFAULT_CHUNK_SIZE, check_chunk_size
+from .ingest import Format, check_unique, frame_specs, path_specs, text_spec
+from .state import KBState, with_edges, with_entities, with_sources, without_sources
+
+__all__ = ["KnowledgeBase", "knowledge_base"]
+
+
+def _check_name(owner: str, name: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip() or ":" in value or any(ord(c) < 32 for c in value):
+        raise ParameterError(owner, name, "a non-empty string without ':' or control characters", value)
+    return value
+
+
+def knowledge_base(*, id: str = "kb", namespace: str | None = None, chunk_size: int = DEFAULT_CHUNK_SIZE) -> KnowledgeBase:
+    """Create an empty knowledge base.
+
+    >>> import crux_nb
+    >>> kb = crux_nb.knowledge_base(id="docs")
+    >>> kb.add_text("intro.md", "# Intro\\n\\nRelease planning starts in March.")
+    >>> kb
+    KnowledgeBase(id='docs', namespace='docs', documents=1, sections=1, chunks=1, entities=0, edges=0)
+    """
+    _check_name("knowledge_base()", "id", id)
+    namespace = id if namespace is None else _check_name("knowledge_base()", "namespace", namespace)
+    return KnowledgeBase(id=id, namespace=namespace, chunk_size=check_chunk_size(chunk_size))
+
+
+class KnowledgeBase:
+    """Documents, sections, chunks, entities and typed edges as pandas DataFrames.
+
+    Frames returned by the properties are copies: changing them never changes
+    the knowledge base. Every change is all-or-nothing.
+    """
+
+    def __init__(self, *, id: str, namespace: str, chunk_size: int = DEFAULT_CHUNK_SIZE, state: KBState | None = None):
+        self.id = id
+        self.namespace = namespace
+        self.chunk_size = chunk_size
+        self._state = state or KBState()
+        self._lock = threading.RLock()
+        self._reader = None
+
+    # ----------------------------------------------------------------- frames
+    @property
+    def documents(self) -> pd.DataFrame:
+        """One row per source: ``source_id``, ``title``, ``path``, ``media_type``, ``content_hash``, counts, ``metadata``."""
+        return self._state.documents.copy(deep=False)
+
+    @property
+    def parents(self) -> pd.DataFrame:
+        """Sections (Markdown headings): ``source_id``, ``parent_id``, ``ordinal``, ``title``, ``heading_level``."""
+        return self._state.parents.copy(deep=False)
+
+    @property
+    def chunks(self) -> pd.DataFrame:
+        """Chunks: ``ref``, ``source_id``, ``chunk_id``, ``parent_id``, ``ordinal``, ``content``, ``n_chars``, ``metadata``."""
+        return self._state.chunks.copy(deep=False)
+
+    @property
+    def entities(self) -> pd.DataFrame:
+        return self._state.entities.copy(deep=False)
+
+    @property
+    def edges(self) -> pd.DataFrame:
+        """Persisted semantic edges (structural ``hierarchy``/``sequence`` edges are never stored)."""
+        return self._state.edges.copy(deep=False)
+
+    @property
+    def edge_evidence(self) -> pd.DataFrame:
+        """One row per chunk supporting an edge: ``edge_id``, ``source_id``, ``chunk_ref``, ``provenance``."""
+        return self._state.edge_evidence.copy(deep=False)
+
+    def frames(self) -> dict[str, pd.DataFrame]:
+        """Every table by name (copies)."""
+        return {t: self._state.frame(t).copy(deep=False) for t in SCHEMAS}
+
+    @property
+    def state(self) -> KBState:
+        """The current immutable state (for steps and persistence)."""
+        return self._state
+
+    # -------------------------------------------------------------- ingestion
+    def _commit(self, change) -> None:
+        with self._lock:
+            new = change(self._state)
+            self._state = new
+            self._reader = None
+
+    def add_text(self, source_id: str, text: str, *, metadata: dict | None = None, format: Format = "markdown",
+                 chunk_size: int | None = None) -> None:
+        """Add (or replace) one source from a string. Markdown front matter becomes metadata."""
+        spec = text_spec(source_id, text, metadata=metadata, format=format)
+        size = self.chunk_size if chunk_size is None else check_chunk_size(chunk_size)
+        self._commit(lambda s: with_sources(s, [spec], chunk_size=size))
+
+    def add_path(self, path: str | os.PathLike, *, metadata: dict | None = None) -> list[str]:
+        """Add a ``.md``/``.txt`` file, or every such file below a folder (source id = relative path)."""
+        specs = path_specs(path, metadata=metadata)
+        check_unique(specs)
+        self._commit(lambda s: with_sources(s, specs, chunk_size=self.chunk_size))
+        return [s.source_id for s in specs]
+
+    def add_frame(self, frame: pd.DataFrame, *, id_column: str = "id", text_column: str = "text",
+                  format: Format = "markdown") -> list[str]:
+        """Add one source per row; every other column becomes metadata."""
+        specs = frame_specs(frame, id_column=id_column, text_column=text_column, format=format)
+        check_unique(specs)
+        self._commit(lambda s: with_sources(s, specs, chunk_size=self.chunk_size))
+        return [s.source_id for s in specs]
+
+    def remove(self, source_id: str | Iterable[str]) -> None:
+        """Remove sources with their chunks, the evidence they gave and edges left unsupported."""
+        ids = [source_id] if isinstance(source_id, str) else list(source_id)
+        known = set(self._state.documents["source_id"])
+        missing = [s for s in ids if s not in known]
+        if missing:
+            raise NotFoundError(f"source {missing[0]!r} is not in knowledge base {self.id!r}.",
+                                hint="kb.documents['source_id'] lists the sources.")
+        self._commit(lambda s: without_sources(s, set(ids)))
+
+    def add_edges(self, frame: pd.DataFrame) -> None:
+        """Add semantic edges: columns ``from_ref``, ``to_ref``, ``type``, ``evidence`` (chunk refs),
+        optional ``direction`` (``directed``/``symmetric``), ``description``, ``weight``."""
+        self._commit(lambda s: with_edges(s, frame))
+
+    def add_entities(self, frame: pd.DataFrame) -> None:
+        """Add or update entities: ``entity_id``, ``canonical_name``; optional ``type``, ``aliases``, ``description``."""
+        self._commit(lambda s: with_entities(s, frame))
+
+    # ---------------------------------------------------------------- reading
+    @property
+    def reader(self):
+        """A graph reader pinned to the current state."""
+        from ..graph.reader import GraphReader
+
+        with self._lock:
+            if self._reader is None:
+                self._reader = GraphReader(self._state, namespace=self.namespace)
+            return self._reader
+
+    def recipe(self, steps: list | None = None, *, id: str | None = None, model: Any = None):
+        """A retrieval recipe bound to this knowledge base (one ``retrieve()`` step by default)."""
+        from ..retrieval.recipe import Recipe
+
+        return Recipe.bind(self, steps=steps, id=id, model=model)
+
+    def save(self, path: str | os.PathLike) -> str:
+        """Save as a new generation of Parquet files; returns the generation id."""
+        from .persist import save
+
+        return save(self, path)
+
+    def summary(self) -> dict[str, int]:
+        s = self._state
+        return {"documents": len(s.documents), "sections": len(s.parents), "chunks": len(s.chunks),
+                "entities": len(s.entities), "edges": len(s.edges)}
+
+    def __repr__(self) -> str:
+        counts = ", ".join(f"{k}={v}" for k, v in self.summary().items())
+        return f"KnowledgeBase(id={self.id!r}, namespace={self.namespace!r}, {counts})"
+
+    def _repr_html_(self) -> str:
+        from ..display.html import knowledge_base_html
+
+        return knowledge_base_html(self)
+
+

@@ -1,0 +1,215 @@
+"""Saving and opening knowledge bases: one folder of Parquet files per generation.
+
+Layout::
+
+    <path>/CURRENT                       {"generation": "g000002", ...}  (replaced atomically)
+    <path>/generations/g000002/manifest.json
+    <path>/generations/g000002/<table>.parquet
+    <path>/lease                         build lease while a save runs
+
+A save writes a complete new generation beside the current one, then replaces
+the ``CURRENT`` pointer with one atomic rename; a crash at any point leaves the
+previous generation current and readable. Only Parquet and JSON are read back
+(never pickle), and file names never come from user data.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..errors import NotFoundError, StorageError
+from ..schema import JSON_COLUMNS, SCHEMAS, coerce, frozen_metadata
+from .lease import Lease
+from .state import KBState
+
+FORMAT = "crux_nb"
+FORMAT_VERSION = 1
+KEEP_GENERATIONS = 2
+_GEN = re.compile(r"^g(\d{6,})$")
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_json(path: Path, value: Any) -> None:
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(value, fh, indent=1, sort_keys=True)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _to_storable(frame: pd.DataFrame, table: str) -> pd.DataFrame:
+    out = frame.copy()
+    for column in JSON_COLUMNS.get(table, ()):
+        out[column] = pd.Series([json.dumps(v, sort_keys=True, ensure_ascii=False) for v in out[column]],
+                                dtype="str", index=out.index)
+    return out
+
+
+def _from_storable(frame: pd.DataFrame, table: str) -> pd.DataFrame:
+    out = frame.copy()
+    for column in JSON_COLUMNS.get(table, ()):
+        values = [json.loads(v) for v in out[column]]
+        if column == "aliases":
+            values = [tuple(v) for v in values]
+        else:
+            values = [frozen_metadata(v) for v in values]
+        out[column] = pd.Series(values, dtype="object", index=out.index)
+    return coerce(out, table)
+
+
+def _generations(root: Path) -> list[str]:
+    gens = root / "generations"
+    if not gens.is_dir():
+        return []
+    return sorted(p.name for p in gens.iterdir() if _GEN.match(p.name))
+
+
+def _check_target(root: Path) -> None:
+    if root.exists() and not root.is_dir():
+        raise StorageError(f"{str(root)!r} exists and is not a folder.", hint="choose a folder path for kb.save().")
+    if root.is_dir() and any(root.iterdir()) and not (root / "CURRENT").exists() and not (root / "generations").exists():
+        raise StorageError(f"folder {str(root)!r} is not empty and is not a crux_nb knowledge base.",
+                           hint="save into a new or empty folder.")
+
+
+def save(kb: Any, path: str | os.PathLike) -> str:
+    """Write ``kb`` as a new generation and make it current; returns the generation id."""
+    root = Path(path)
+    _check_target(root)
+    (root / "generations").mkdir(parents=True, exist_ok=True)
+    state: KBState = kb.state
+    with Lease(root / "lease") as lease:
+        existing = _generations(root)
+        number = int(_GEN.match(existing[-1]).group(1)) + 1 if existing else 1
+        generation = f"g{number:06d}"
+        _remove_partials(root)
+        tmp = root / "generations" / f".tmp-{generation}-{uuid.uuid4().hex[:8]}"
+        tmp.mkdir()
+        tables = {}
+        for table in SCHEMAS:
+            file = tmp / f"{table}.parquet"
+            storable = _to_storable(state.frame(table), table)
+            pq.write_table(pa.Table.from_pandas(storable, preserve_index=False), file)
+            with open(file, "rb+") as fh:
+                os.fsync(fh.fileno())
+            tables[table] = {"file": file.name, "rows": len(storable), "sha256": _sha256(file)}
+            lease.heartbeat()
+        manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": generation,
+                    "kb": {"id": kb.id, "namespace": kb.namespace, "chunk_size": kb.chunk_size},
+                    "tables": tables}
+        _write_json(tmp / "manifest.json", manifest)
+        final = root / "generations" / generation
+        os.rename(tmp, final)
+        _fsync_dir(final.parent)
+        _write_json(root / "CURRENT", {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": generation})
+        _cleanup(root, keep=generation)
+    return generation
+
+
+def _remove_partials(root: Path) -> None:
+    for p in (root / "generations").iterdir():
+        if p.name.startswith(".tmp-"):
+            shutil.rmtree(p, ignore_errors=True)
+
+
+def _cleanup(root: Path, *, keep: str) -> None:
+    gens = _generations(root)
+    for name in gens[:-KEEP_GENERATIONS]:
+        if name != keep:
+            shutil.rmtree(root / "generations" / name, ignore_errors=True)
+
+
+def current_generation(path: str | os.PathLike) -> str:
+    """The id of the current generation of a saved knowledge base."""
+    root = Path(path)
+    if not root.exists():
+        raise NotFoundError(f"no saved knowledge base at {str(root)!r}.", hint="save one with kb.save(path).")
+    pointer = root / "CURRENT"
+    if not pointer.exists():
+        raise StorageError(f"{str(root)!r} has no CURRENT pointer; it is not a saved crux_nb knowledge base.",
+                           hint="open the folder that kb.save() wrote.")
+    try:
+        info = json.loads(pointer.read_text(encoding="utf-8"))
+        generation = info["generation"]
+    except (ValueError, KeyError, TypeError):
+        raise StorageError(f"the CURRENT pointer of {str(root)!r} is corrupted.") from None
+    if info.get("format") != FORMAT or not isinstance(generation, str) or not _GEN.match(generation):
+        raise StorageError(f"the CURRENT pointer of {str(root)!r} is not a crux_nb pointer.")
+    return generation
+
+
+def open_knowledge_base(path: str | os.PathLike, *, verify: bool = True):
+    """Open a saved knowledge base at its current generation.
+
+    ``verify`` checks every table's SHA-256 against the manifest first.
+    """
+    from .knowledge_base import KnowledgeBase
+
+    root = Path(path)
+    generation = current_generation(root)
+    folder = root / "generations" / generation
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        tables = manifest["tables"]
+        meta = manifest["kb"]
+    except FileNotFoundError:
+        raise StorageError(f"generation {generation} of {str(root)!r} has no manifest.") from None
+    except (ValueError, KeyError, TypeError):
+        raise StorageError(f"the manifest of generation {generation} of {str(root)!r} is corrupted.") from None
+    if manifest.get("format_version", 0) > FORMAT_VERSION:
+        raise StorageError(f"{str(root)!r} was written by a newer crux_nb (format {manifest.get('format_version')}).",
+                           hint="upgrade crux_nb to open it.")
+    frames = {}
+    for table in SCHEMAS:
+        frames[table] = _read_table(root, folder, generation, table, tables.get(table), verify=verify)
+    state = KBState(**frames)
+    return KnowledgeBase(id=meta["id"], namespace=meta["namespace"], chunk_size=meta["chunk_size"], state=state)
+
+
+def _read_table(root: Path, folder: Path, generation: str, table: str, entry: Any, *, verify: bool) -> pd.DataFrame:
+    where = f"table {table!r} of generation {generation} in {str(root)!r}"
+    if not isinstance(entry, dict) or entry.get("file") != f"{table}.parquet":
+        raise StorageError(f"{where} is not listed in the manifest.")
+    file = folder / entry["file"]
+    if not file.exists():
+        raise StorageError(f"{where} is missing ({file.name}).", hint="the folder was changed by hand; restore it from a backup.")
+    if verify and _sha256(file) != entry.get("sha256"):
+        raise StorageError(f"{where} is corrupted (checksum mismatch).", hint="the file was changed after saving.")
+    try:
+        frame = pq.read_table(file).to_pandas()
+    except (pa.ArrowException, OSError) as exc:
+        raise StorageError(f"{where} cannot be read as Parquet: {type(exc).__name__}.") from None
+    if len(frame) != entry.get("rows"):
+        raise StorageError(f"{where} has {len(frame)} rows; the manifest says {entry.get('rows')}.")
+    try:
+        return _from_storable(frame, table)
+    except (ValueError, TypeError) as exc:
+        raise StorageError(f"{where} does not match its schema: {exc}.") from None
