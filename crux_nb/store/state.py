@@ -36,6 +36,11 @@ class KBState:
     version: int = 0
 
     @cached_property
+    def cache(self) -> dict:
+        """Derived indexes (lexical index, graph indexes) built once per state."""
+        return {}
+
+    @cached_property
     def lookup(self) -> Lookup:
         """Row lookups for hydration, built once per state."""
         return Lookup(self)

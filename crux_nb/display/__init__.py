@@ -1,0 +1,1 @@
+"""Static HTML reprs (CSS only, no JavaScript, no random ids)."""

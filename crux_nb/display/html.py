@@ -1,0 +1,99 @@
+"""Static HTML reprs for notebooks: CSS only, every user string escaped, deterministic.
+
+Each public object's ``_repr_html_`` calls one function here. The output has
+no JavaScript, no random ids and no timings, so nbval can compare it.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any, Iterable
+
+from ..refs import encode_ref
+
+STYLE = """<style>
+.crux{font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:13px;line-height:1.4;max-width:100%}
+.crux .crux-title{font-weight:600;margin:2px 0 6px}
+.crux .crux-muted{color:#666}
+.crux table.crux-table{border-collapse:collapse;margin:4px 0}
+.crux table.crux-table th,.crux table.crux-table td{border-bottom:1px solid #ddd;padding:2px 8px;text-align:left;vertical-align:top}
+.crux table.crux-table th{background:#f4f4f4}
+.crux .crux-badge{display:inline-block;padding:0 6px;border-radius:8px;background:#eef;margin-right:4px}
+.crux .crux-ok{background:#e6f4ea}.crux .crux-err{background:#fce8e6}
+.crux .crux-text{white-space:pre-wrap;max-width:60em}
+.crux details>summary{cursor:pointer}
+</style>"""
+
+
+def esc(value: Any) -> str:
+    """Escape any value for HTML text or attribute context."""
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def clip(text: Any, n: int = 160) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def table(headers: Iterable[str], rows: Iterable[Iterable[Any]], *, cls: str = "") -> str:
+    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return f'<table class="crux-table {esc(cls)}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def box(title: str, body: str, *, cls: str) -> str:
+    return f'{STYLE}<div class="crux {esc(cls)}"><div class="crux-title">{esc(title)}</div>{body}</div>'
+
+
+def badge(text: Any, cls: str = "") -> str:
+    return f'<span class="crux-badge {esc(cls)}">{esc(text)}</span>'
+
+
+def knowledge_base_html(kb: Any) -> str:
+    counts = "".join(badge(f"{k}: {v}") for k, v in kb.summary().items())
+    docs = kb.state.documents.head(10)
+    rows = [(s, clip(t, 60), n) for s, t, n in zip(docs["source_id"], docs["title"], docs["n_chunks"])]
+    more = len(kb.state.documents) - len(rows)
+    tail = f'<div class="crux-muted">… and {more} more documents</div>' if more > 0 else ""
+    body = (f'<div>{counts}</div>' + table(["source_id", "title", "chunks"], rows) + tail)
+    return box(f"KnowledgeBase {kb.id!r} (namespace {kb.namespace!r})", body, cls="crux-kb")
+
+
+def step_html(step: Any) -> str:
+    rows = [(k, v) for k, v in step.config().items()]
+    meta = badge(f"kind: {step.kind}") + badge(f"{step.phase[0]} → {step.phase[1]}") + badge(f"needs_model: {step.needs_model}")
+    return box(f"step {step.id!r}", f"<div>{meta}</div>" + table(["parameter", "value"], rows), cls="crux-step")
+
+
+def recipe_html(recipe: Any) -> str:
+    rows = [(i, s.id, s.kind, f"{s.phase[0]} → {s.phase[1]}", repr(s)) for i, s in enumerate(recipe.steps, start=1)]
+    body = table(["#", "id", "kind", "phase", "step"], rows)
+    return box(f"Recipe {recipe.id!r} on {recipe.kb.id!r}", body, cls="crux-recipe")
+
+
+def hits_html(hits: Any) -> str:
+    from ..retrieval.hits import EvidenceHit
+
+    rows = []
+    for i, hit in enumerate(hits, start=1):
+        if isinstance(hit, EvidenceHit):
+            where = encode_ref(hit.ref)
+            graph = hit.provenance.graph if hit.provenance else None
+            how = f"{' > '.join(graph.edges)} from {graph.seed}" if graph else ""
+        else:
+            where, how = f"finding:{hit.citation.finding_target}", f"{len(hit.citation.supports)} supports"
+        rows.append((i, hit.kind, f"{hit.score:.4f}", where, how, clip(hit.content)))
+    body = table(["#", "kind", "score", "ref", "via", "content"], rows) if rows else '<div class="crux-muted">no hits</div>'
+    return box(f"{len(hits)} hits", body, cls="crux-hits")
+
+
+def trace_html(trace: Any) -> str:
+    rows = []
+    for s in trace.steps:
+        rows.append((s.step_id, s.kind, s.status, f"{s.input_queries}q / {s.input_hits}h",
+                     f"{s.output_queries}q / {s.output_hits}h", len(s.warnings)))
+    body = table(["step", "kind", "status", "in", "out", "warnings"], rows)
+    if trace.warnings:
+        body += "<div>" + "".join(f'<div class="crux-muted">⚠ {esc(w)}</div>' for w in trace.warnings) + "</div>"
+    return box(f"trace of {trace.recipe_id!r} for {clip(trace.query, 80)!r}: {trace.result_count} results", body,
+               cls="crux-trace")

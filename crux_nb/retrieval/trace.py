@@ -1,0 +1,77 @@
+"""Run traces: one :class:`StepTrace` per step inside a :class:`RecipeTrace`.
+
+Durations are kept for analysis (``to_frame()``) but never shown in reprs, so
+notebook outputs stay deterministic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from .hits import to_data
+
+
+@dataclass(frozen=True)
+class StepTrace:
+    step_id: str
+    kind: str
+    status: str  # "success" | "error"
+    duration_ms: float
+    input_queries: int
+    input_hits: int
+    output_queries: int
+    output_hits: int
+    warnings: tuple[str, ...] = ()
+    knowledge: Any = None
+    details: Any = None
+    error: dict[str, str] | None = None
+
+    def __repr__(self) -> str:
+        return (f"StepTrace({self.step_id!r}, status={self.status!r}, queries {self.input_queries}->{self.output_queries}, "
+                f"hits {self.input_hits}->{self.output_hits}, warnings={len(self.warnings)})")
+
+
+@dataclass(frozen=True)
+class RecipeTrace:
+    id: str
+    recipe_id: str
+    fingerprint: str
+    query: str
+    steps: tuple[StepTrace, ...]
+    result_count: int
+    duration_ms: float
+    warnings: tuple[str, ...] = ()
+    errors: tuple[dict[str, str], ...] = field(default_factory=tuple)
+
+    def step(self, step_id: str) -> StepTrace:
+        """The trace of the first step with this id."""
+        for trace in self.steps:
+            if trace.step_id == step_id:
+                return trace
+        raise KeyError(step_id)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per step: id, kind, status, counts, warnings, duration."""
+        rows = [{"step_id": s.step_id, "kind": s.kind, "status": s.status, "input_queries": s.input_queries,
+                 "input_hits": s.input_hits, "output_queries": s.output_queries, "output_hits": s.output_hits,
+                 "warnings": len(s.warnings), "error": (s.error or {}).get("message"),
+                 "duration_ms": round(s.duration_ms, 3)} for s in self.steps]
+        return pd.DataFrame(rows, columns=["step_id", "kind", "status", "input_queries", "input_hits",
+                                           "output_queries", "output_hits", "warnings", "error", "duration_ms"])
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready data (knowledge payloads included)."""
+        return to_data(self)
+
+    def __repr__(self) -> str:
+        steps = ", ".join(f"{s.step_id}:{s.status}" for s in self.steps)
+        return (f"RecipeTrace(recipe_id={self.recipe_id!r}, query={self.query!r}, steps=[{steps}], "
+                f"results={self.result_count}, warnings={len(self.warnings)})")
+
+    def _repr_html_(self) -> str:
+        from ..display.html import trace_html
+
+        return trace_html(self)

@@ -1,0 +1,101 @@
+"""The values that flow through a recipe run: requests, planned queries, step input/output, context."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..errors import InputError, ParameterError
+from ..refs import KnowledgeRef
+from .filters import check_filter, hit_record, record_matches
+from .hits import EvidenceHit, RetrieverHit
+
+Phase = Literal["queries", "hits"]
+PHASES = ("queries", "hits")
+
+
+@dataclass(frozen=True)
+class PlannedQuery:
+    query: str
+    filter: Mapping[str, Any] | None = None
+    weight: float | None = None
+    reason: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.query, str) or not self.query.strip():
+            raise InputError("Planned retrieval query must be non-empty.", code="invalid_query",
+                             hint="pass a non-blank query string.")
+        object.__setattr__(self, "query", self.query.strip())
+        if self.weight is not None and (not isinstance(self.weight, (int, float)) or not self.weight > 0
+                                        or not math.isfinite(self.weight)):
+            raise InputError("Planned retrieval query weight must be positive.", code="invalid_query")
+
+
+@dataclass(frozen=True)
+class Request:
+    """One retrieval request: the query plus optional filter, limit and admission hook."""
+
+    query: str
+    filter: Mapping[str, Any] | None = None
+    limit: int | None = None
+    admit: Callable[[Mapping[str, Any]], Any] | None = None
+
+    @classmethod
+    def build(cls, query: Any, *, filter: Any = None, limit: Any = None, admit: Any = None) -> Request:
+        owner = "recipe.retrieve()"
+        if not isinstance(query, str) or not query.strip():
+            raise InputError("Planned retrieval query must be non-empty.", code="invalid_query",
+                             hint="pass a non-blank query string.")
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+            raise ParameterError(owner, "limit", "a positive integer or None", limit)
+        if admit is not None and not callable(admit):
+            raise ParameterError(owner, "admit", "a callable or None", admit)
+        return cls(query=query.strip(), filter=check_filter(owner, filter), limit=limit, admit=admit)
+
+
+@dataclass(frozen=True)
+class StepInput:
+    queries: tuple[PlannedQuery, ...] = ()
+    hits: tuple[RetrieverHit, ...] = ()
+
+
+@dataclass(frozen=True)
+class StepOutput:
+    """What a step returns; ``knowledge`` is the knowledge trace payload, ``details`` step-specific records."""
+
+    queries: tuple[PlannedQuery, ...] | None = None
+    hits: tuple[RetrieverHit, ...] | None = None
+    warnings: tuple[str, ...] = ()
+    knowledge: Any = None
+    details: Any = None
+
+
+@dataclass(frozen=True)
+class KnowledgeBinding:
+    """Graph access for steps: a pinned reader and a (filter-checked) ``hydrate``."""
+
+    reader: Any
+    namespace: str
+    filter: Mapping[str, Any] | None = None
+
+    def hydrate(self, ref: KnowledgeRef | str) -> EvidenceHit | None:
+        hit = self.reader.hydrate(ref)
+        if hit is None or not self.filter:
+            return hit
+        record = hit_record(hit.namespace, hit.source.id, hit.chunk_id, hit.metadata)
+        return hit if record_matches(record, self.filter) else None
+
+
+@dataclass(frozen=True)
+class StepContext:
+    recipe_id: str
+    namespace: str
+    request: Request
+    state: Any
+    knowledge: KnowledgeBinding | None
+    model: Any = None
+    communities: Any = None
+    concurrency: int = 4
+    extras: Mapping[str, Any] = field(default_factory=dict)
