@@ -14,7 +14,8 @@ from typing import Any, Literal
 
 from ..errors import ParameterError
 from ..refs import ChunkRef, KnowledgeRef, as_ref, decode_ref, encode_ref
-from ..retrieval.hits import EvidenceHit, HitParent, Source
+from ..retrieval.hits import EvidenceHit
+from ..retrieval.hydrate import chunk_hit
 from .adjacency import DIRECTION_NAMES, IN, OUT, AdjacencyIndex
 from .structure import StructureIndex
 
@@ -135,16 +136,3 @@ class GraphReader:
         if row is None:
             return None
         return chunk_hit(self._state, row, namespace=self.namespace)
-
-
-def chunk_hit(state: Any, row: int, *, namespace: str, score: float = 0.0) -> EvidenceHit:
-    """An evidence hit for row ``row`` of ``state.chunks``."""
-    lookup = state.lookup
-    col = lookup.columns
-    source_id, parent_id = col["source_id"][row], col["parent_id"][row]
-    parent = None
-    if isinstance(parent_id, str):
-        parent = HitParent(parent_id=parent_id, title=lookup.parent_title.get((source_id, parent_id)))
-    return EvidenceHit(namespace=namespace, source=Source(id=source_id, path=lookup.document_path.get(source_id)),
-                       chunk_id=col["chunk_id"][row], content=col["content"][row], metadata=col["metadata"][row],
-                       score=score, parent=parent)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ParameterError
-from ..graph.reader import chunk_hit
+from .hydrate import chunk_hit
 from .filters import filter_mask
 from .hits import Provenance, SourceScore
 from .lexical import BM25Leg, Leg, ranked, rrf

@@ -128,11 +128,11 @@ def with_sources(state: KBState, specs: list[SourceSpec], *, chunk_size: int) ->
                    version=state.version + 1)
 
 
-def _check_type_name(value: Any) -> str:
+def _check_type_name(value: Any, where: str) -> str:
     if not isinstance(value, str) or not value.strip() or ":" in value or "%" in value:
-        raise InputError(f"relation type {value!r} must be a non-empty string without ':' or '%'.")
+        raise InputError(f"{where}: relation type {value!r} must be a non-empty string without ':' or '%'.")
     if value in STRUCTURAL_TYPES:
-        raise InputError(f"relation type {value!r} is structural: it is projected from sections and chunk order, "
+        raise InputError(f"{where}: relation type {value!r} is structural: it is projected from sections and chunk order, "
                          "never stored.", hint="choose another type name, e.g. 'references'.")
     return value
 
@@ -152,8 +152,8 @@ def with_edges(state: KBState, frame: pd.DataFrame, *, stage: str = "user",
     edges, evidence, new_entities = [], [], {}
     for i, rec in enumerate(records):
         where = f"add_edges() row {i}"
-        etype = _check_type_name(rec["type"])
-        direction = rec.get("direction", "directed")
+        etype = _check_type_name(rec["type"], where)
+        direction = _optional(rec, "direction", "directed")
         if direction not in DIRECTIONS:
             raise InputError(f"{where}: direction {direction!r} must be 'directed' or 'symmetric'.")
         ends = []
@@ -175,8 +175,8 @@ def with_edges(state: KBState, frame: pd.DataFrame, *, stage: str = "user",
                                  hint="evidence must list chunk refs from kb.chunks['ref'].")
         edge_id = stable_id("edge", {"type": etype, "from": ends[0], "to": ends[1], "direction": direction,
                                      "stage": stage})
-        description = rec.get("description")
-        weight = rec.get("weight", 1.0)
+        description = _optional(rec, "description", None)
+        weight = _optional(rec, "weight", 1.0)
         if weight is None or not isinstance(weight, (int, float)) or weight != weight or weight <= 0:
             raise InputError(f"{where}: weight {weight!r} must be a positive number.")
         edges.append({"edge_id": edge_id, "type": etype, "from_ref": ends[0], "to_ref": ends[1],
@@ -185,6 +185,12 @@ def with_edges(state: KBState, frame: pd.DataFrame, *, stage: str = "user",
         evidence += [{"edge_id": edge_id, "source_id": chunk_sources[r], "chunk_ref": r,
                       "provenance": provenance} for r in supports]
     return _merge_edges(state, edges, evidence, new_entities)
+
+
+def _optional(record: dict, key: str, default: Any) -> Any:
+    """A frame cell that may be absent, None or NaN (rows of a frame with optional columns)."""
+    value = record.get(key, default)
+    return default if value is None or (isinstance(value, float) and value != value) else value
 
 
 def _evidence_list(value: Any, where: str) -> list[str]:
@@ -221,13 +227,12 @@ def with_entities(state: KBState, frame: pd.DataFrame) -> KBState:
         eid, name = rec["entity_id"], rec["canonical_name"]
         if not isinstance(eid, str) or not eid or not isinstance(name, str) or not name.strip():
             raise InputError(f"add_entities() row {i}: entity_id and canonical_name must be non-empty strings.")
-        aliases = rec.get("aliases", ())
-        aliases = () if aliases is None or (isinstance(aliases, float) and aliases != aliases) else aliases
+        aliases = _optional(rec, "aliases", ())
         if isinstance(aliases, str) or not all(isinstance(a, str) for a in aliases):
             raise InputError(f"add_entities() row {i}: aliases must be a list of strings.")
         rows.append({"entity_id": eid, "ref": encode_ref(EntityRef(eid)), "canonical_name": name.strip(),
-                     "type": rec.get("type"), "aliases": tuple(sorted(set(aliases))),
-                     "description": rec.get("description")})
+                     "type": _optional(rec, "type", None), "aliases": tuple(sorted(set(aliases))),
+                     "description": _optional(rec, "description", None)})
     new = coerce(pd.DataFrame(rows) if rows else empty_frame("entities"), "entities")
     kept = state.entities[~state.entities["entity_id"].isin(new["entity_id"])]
     entities = _concat("entities", [kept, new.drop_duplicates("entity_id", keep="last")])

@@ -1,0 +1,70 @@
+"""Public testing helpers: build knowledge bases with exact ids, compare them.
+
+Ingestion names chunks ``c0000``, ``c0001``…; tests of graph semantics often
+need chosen ids and ordinals instead (upstream's pinned examples do).
+
+>>> from crux_nb.testing import make_kb
+>>> kb = make_kb(chunks=[("guide", "intro", 1, "Intro text."), ("guide", "details", 2, "Details.")])
+>>> [str(n.ref) for n in kb.reader.neighbors("chunk:guide:intro", types=["sequence"])]
+['chunk:guide:details']
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import pandas as pd
+
+from .refs import ChunkRef, encode_ref
+from .schema import coerce, frozen_metadata
+from .store import KnowledgeBase
+from .store.state import KBState
+
+__all__ = ["make_kb", "assert_kb_equal"]
+
+
+def make_kb(*, chunks: Iterable[tuple], parents: Iterable[tuple] = (), id: str = "kb",
+            namespace: str | None = None, metadata: dict[str, dict[str, Any]] | None = None) -> KnowledgeBase:
+    """A knowledge base from explicit rows.
+
+    ``chunks``: ``(source_id, chunk_id, ordinal, content[, parent_id[, chunk_metadata]])``;
+    ``parents``: ``(source_id, parent_id, ordinal[, title])``; ``metadata``: per-source metadata.
+    """
+    metadata = metadata or {}
+    chunk_rows = []
+    for row in chunks:
+        source_id, chunk_id, ordinal, content, *rest = row
+        parent_id = rest[0] if rest else None
+        meta = {**metadata.get(source_id, {}), **(rest[1] if len(rest) > 1 else {})}
+        chunk_rows.append({"ref": encode_ref(ChunkRef(source_id, chunk_id)), "source_id": source_id,
+                           "chunk_id": chunk_id, "parent_id": parent_id, "ordinal": ordinal, "content": content,
+                           "n_chars": len(content), "metadata": frozen_metadata(meta)})
+    parent_rows = [{"source_id": p[0], "parent_id": p[1], "ordinal": p[2], "title": p[3] if len(p) > 3 else p[1],
+                    "heading_level": 1, "metadata": frozen_metadata(metadata.get(p[0], {}))} for p in parents]
+    sources = sorted({r["source_id"] for r in chunk_rows} | {r["source_id"] for r in parent_rows})
+    docs = [{"source_id": s, "title": s, "path": None, "media_type": "text/plain", "content_hash": "",
+             "n_chunks": sum(r["source_id"] == s for r in chunk_rows),
+             "n_chars": sum(r["n_chars"] for r in chunk_rows if r["source_id"] == s),
+             "metadata": frozen_metadata(metadata.get(s, {}))} for s in sources]
+    state = KBState(
+        documents=coerce(pd.DataFrame(docs, columns=["source_id", "title", "path", "media_type", "content_hash",
+                                                      "n_chunks", "n_chars", "metadata"]), "documents"),
+        parents=_sort(coerce(pd.DataFrame(parent_rows, columns=["source_id", "parent_id", "ordinal", "title",
+                                                                "heading_level", "metadata"]), "parents"),
+                      ["source_id", "ordinal", "parent_id"]),
+        chunks=_sort(coerce(pd.DataFrame(chunk_rows, columns=["ref", "source_id", "chunk_id", "parent_id", "ordinal",
+                                                              "content", "n_chars", "metadata"]), "chunks"),
+                     ["source_id", "ordinal", "chunk_id"]),
+    )
+    return KnowledgeBase(id=id, namespace=namespace or id, state=state)
+
+
+def _sort(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    return frame.sort_values(by, kind="stable").reset_index(drop=True)
+
+
+def assert_kb_equal(left: KnowledgeBase, right: KnowledgeBase) -> None:
+    """Assert two knowledge bases have equal ids and equal frames (dtypes included)."""
+    assert (left.id, left.namespace) == (right.id, right.namespace), "ids differ"
+    for name, frame in left.frames().items():
+        pd.testing.assert_frame_equal(frame, right.frames()[name], obj=f"kb.{name}")
