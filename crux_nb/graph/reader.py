@@ -93,7 +93,8 @@ class GraphReader:
 
         >>> import crux_nb
         >>> kb = crux_nb.knowledge_base(id="guide")
-        >>> kb.add_text("guide", "First part.\\n\\nSecond part.", format="text", chunk_size=50)
+        >>> kb.add_text("guide", "The first part is about planning.\\n\\nThe second part is about launching.",
+        ...             format="text", chunk_size=50)
         >>> kb.reader.neighbors("chunk:guide:c0000", types=["sequence"])
         [Neighbor('chunk:guide:c0001', type='sequence', direction='out')]
         """

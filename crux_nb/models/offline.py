@@ -67,6 +67,7 @@ class OfflineModel:
         redundancy: cosine similarity above which a sentence repeats a chosen one (0.75).
         concepts: also extract recurring lowercase noun phrases (default True).
         concept_min_chunks: chunks a phrase must recur in to count (default 3).
+        min_terms: content words a sentence needs to be preferred as a finding (default 6).
 
     ``fingerprint`` is a stable hash of the name, the version and these options.
     """
@@ -78,6 +79,7 @@ class OfflineModel:
     redundancy: float = 0.75
     concepts: bool = True
     concept_min_chunks: int = 3
+    min_terms: int = 6
     fingerprint: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -88,6 +90,7 @@ class OfflineModel:
         _check_int(owner, "summary_sentences", self.summary_sentences, 1)
         _check_int(owner, "title_entities", self.title_entities, 1)
         _check_int(owner, "concept_min_chunks", self.concept_min_chunks, 1)
+        _check_int(owner, "min_terms", self.min_terms, 1)
         if isinstance(self.redundancy, bool) or not isinstance(self.redundancy, (int, float)) or not 0 < self.redundancy <= 1:
             raise ParameterError(owner, "redundancy", "a number in (0, 1]", self.redundancy)
         if not isinstance(self.concepts, bool):
@@ -103,6 +106,7 @@ class OfflineModel:
             "redundancy": self.redundancy,
             "concepts": self.concepts,
             "concept_min_chunks": self.concept_min_chunks,
+            "min_terms": self.min_terms,
         }
 
     def __repr__(self) -> str:
@@ -139,16 +143,23 @@ class OfflineModel:
         limit = REPORT_LIMITS["statement"]
         candidates: dict[str, int] = {}
         long_ones: list[Span] = []
+        short: dict[str, int] = {}
         order = 0
         for _ref, text in chunks:
             for span in sentence_spans(text):
                 order += 1
                 if span.kind == "heading" or span.text.startswith("|") or len(terms(span.text)) < 3:
                     continue
+                if len(terms(span.text)) < self.min_terms:
+                    short.setdefault(span.text, order)
+                    continue
                 if len(span.text) > limit:
                     long_ones.append(span)
                     continue
                 candidates.setdefault(span.text, order)
+        if len(candidates) < self.max_findings:  # few informative sentences: admit the short ones
+            for text, position in short.items():
+                candidates.setdefault(text, position)
         if not candidates:  # every sentence is too long: cut at a clause boundary instead
             for span in long_ones:
                 cut = [m.start() + 1 for m in _CLAUSE_END.finditer(span.text) if m.start() + 1 <= limit]
@@ -183,7 +194,11 @@ class OfflineModel:
         docs = [terms(n.statement) for n in nodes]
         sim = cosine_matrix(docs)
         lowered = [n.statement.lower() for n in nodes]
-        personal = [1.0 + sum(1 for forms in entity_names if any(f in text for f in forms[1:])) for text in lowered]
+        # personalisation: sentences naming more of the community's entities, and saying more, matter more
+        personal = [
+            (1.0 + sum(1 for forms in entity_names if any(f in text for f in forms[1:]))) * np.log1p(len(doc))
+            for text, doc in zip(lowered, docs)
+        ]
         ranks = pagerank(sim, personalization=personal)
         order = sorted(range(len(nodes)), key=lambda i: (-ranks[i], nodes[i].order))
         chosen: list[int] = []
@@ -212,15 +227,18 @@ class OfflineModel:
             if hits:
                 scored.append((-(float(sum(ranks[i] for i in hits)) + 1e-6 * len(hits)), name))
         chosen: list[str] = []
+        used_words: set[str] = set()
         for _score, name in sorted(scored):
-            if len(chosen) >= self.title_entities or len(_join_names(chosen + [name])) > limit:
+            words = {w.lower() for w in name.split(" ") if len(w) > 2 and w.lower() not in ("the", "of")}
+            if len(chosen) >= self.title_entities or words & used_words or len(_join_names(chosen + [name])) > limit:
                 continue
             chosen.append(name)
+            used_words |= words
         if chosen:
             return _join_names(chosen)
         child_titles = [normalize_ws(str(c.get("title") or "")) for c in community.get("children") or ()]
         joined = ""
-        for title in (t for t in child_titles if t):
+        for title in [t for t in child_titles if t][:2]:
             candidate = f"{joined}; {title}" if joined else title
             if len(candidate) > limit:
                 break

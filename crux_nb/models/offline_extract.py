@@ -56,14 +56,15 @@ ENTITY_STOP = frozenset(_PRONOUNS.split()) | frozenset(_CALENDAR.split()) | froz
 )
 _SENTENCE_STARTERS = frozenset(_STARTERS.split()) | ENTITY_STOP
 _CONNECTORS = frozenset("of de van von der den la le du da del di".split())
-_TITLES = frozenset("mr mrs ms miss dr sir lady lord madam prof professor capt captain st saint".split())
+_TITLES = frozenset("mr mrs ms miss master dr sir lady lord madam prof professor capt captain st saint".split())
 _ORG_SUFFIX = frozenset(
     "inc ltd llc corp corporation company co traders group bank labs partners holdings gmbh university "
     "institute agency foundation systems".split()
 )
-_TOKEN = re.compile(r"[^\W_][\w’'&-]*(?:\.\d+)*")
+_TOKEN = re.compile(r"[^\W_](?:[^\W_]|['’&-](?=[^\W_]))*(?:['’](?![^\W_]))?(?:\.\d+)*")
 _VERSION = re.compile(r"^v?\d+(?:\.\d+)*[a-z]?$", re.I)
 _POSSESSIVE = re.compile(r"(?:['’]s|s['’]|['’])$")
+_CONTRACTION = re.compile(r"['’](?:ll|d|m|ve|re|t)$", re.I)
 _QUOTE_GAP = re.compile(r"[\"“”«»:—(\[]|--|(?:^|\s)['‘]")
 _LOWER_WORD = re.compile(r"\b[a-z][a-z’'-]*\b")
 _CONCEPT_WORD = re.compile(r"^[a-z][a-z-]{2,}$")
@@ -127,6 +128,8 @@ def _runs(text: str, toks: list[_Tok]) -> list[list[_Tok]]:
             cur.append(tok)
         elif cur and joinable and word == "the" and cur[-1].text == "of" and nxt_cap:
             cur.append(tok)
+        elif cur and joinable and word == "to" and nxt_cap and any(t.text in _CONNECTORS for t in cur):
+            cur.append(tok)  # "Ghost of Christmas Yet to Come"
         else:
             if cur:
                 runs.append(cur)
@@ -143,7 +146,7 @@ def _pieces(run: list[_Tok]) -> list[tuple[list[_Tok], bool]]:
     ambiguous = False
     for tok in run:
         bare = _POSSESSIVE.sub("", tok.text).lower()
-        if bare in ENTITY_STOP or not bare:
+        if bare in ENTITY_STOP or not bare or _CONTRACTION.search(tok.text):
             if cur:
                 pieces.append((cur, ambiguous))
             cur, ambiguous = [], False
@@ -155,9 +158,9 @@ def _pieces(run: list[_Tok]) -> list[tuple[list[_Tok], bool]]:
         pieces.append((cur, ambiguous))
     cleaned = []
     for toks, amb in pieces:
-        while toks and (toks[-1].text in _CONNECTORS or toks[-1].text == "the"):
+        while toks and (toks[-1].text in _CONNECTORS or toks[-1].text in ("the", "to")):
             toks = toks[:-1]
-        while toks and (toks[0].text in _CONNECTORS or toks[0].text == "the"):
+        while toks and (toks[0].text in _CONNECTORS or toks[0].text in ("the", "to")):
             toks, amb = toks[1:], False
         if toks and all(t.text.rstrip(".").lower() in _TITLES for t in toks):
             continue
@@ -201,6 +204,7 @@ def extract_entities(chunks: Sequence[dict[str, Any]], *, concepts: bool = True,
         lower_words.update(_LOWER_WORD.findall(text))
     sure: list[tuple[int, str, int]] = []  # (chunk index, name, position)
     unsure: list[tuple[int, str, int, bool]] = []  # (..., heading-like)
+    starts: list[tuple[int, str, str, int]] = []  # sentence-initial multi-word: (ci, name, rest, pos)
     spans_by_chunk = []
     for ci, (_cid, text) in enumerate(texts):
         spans = sentence_spans(text)
@@ -215,27 +219,30 @@ def extract_entities(chunks: Sequence[dict[str, Any]], *, concepts: bool = True,
                         if not ptoks or (len(ptoks) == 1 and _VERSION.match(ptoks[0].text)):
                             continue
                     name = _name(text, ptoks)
-                    if amb and (len(ptoks) == 1 or headingish):
+                    if headingish or (amb and len(ptoks) == 1):
                         unsure.append((ci, name, ptoks[0].start, headingish))
+                    elif amb and ptoks[1].text[:1].isalpha() and ptoks[0].text.rstrip(".").lower() not in _TITLES:
+                        starts.append((ci, name, _name(text, ptoks[1:]), ptoks[0].start))
                     else:
                         sure.append((ci, name, ptoks[0].start))
     known = {_key(n) for _c, n, _p in sure}
-    known_parts = Counter()
+    known_words = {w for key in known for w in key.split(" ")}
+    occurrences = list(sure)
+    for ci, name, rest, pos in starts:
+        # "Whereat Scrooge" / "Poor Robin Crusoe": drop a first word never seen inside a name
+        drop = _key(rest) in known and _key(name.split(" ")[0]) not in known_words
+        occurrences.append((ci, rest if drop else name, pos))
+    known.update(_key(n) for _c, n, _p in occurrences)
+    known_parts: Counter = Counter()
     for key in known:
         parts = key.split(" ")
         known_parts.update({parts[0], parts[-1]})
-    occurrences = list(sure)
     for ci, name, pos, headingish in unsure:
         key = _key(name)
         if key in known or (not headingish and " " not in key and known_parts[key]):
             occurrences.append((ci, name, pos))
         elif headingish:
-            words = name.split(" ")
-            for size in range(len(words) - 1, 0, -1):
-                for i in range(len(words) - size + 1):
-                    sub = " ".join(words[i:i + size])
-                    if _key(sub) in known:
-                        occurrences.append((ci, sub, pos))
+            occurrences.extend((ci, sub, pos) for sub in _known_parts_of(name, known))
     # group case variants; canonical = not all-caps, then most frequent, then smallest
     variants: dict[str, Counter] = defaultdict(Counter)
     for _ci, name, _pos in occurrences:
@@ -259,19 +266,44 @@ def extract_entities(chunks: Sequence[dict[str, Any]], *, concepts: bool = True,
             if other == key or other in concept_keys or any(w in _CONNECTORS for w in other_name.split(" ")):
                 continue
             core = [w.casefold() for w in _core(other_name)]
-            if any(_VERSION.match(w) for w in core) or not (len(core) >= 2 or _has_title(other_name)):
+            if any(_VERSION.match(w) for w in core) or len(core) < 2:
                 continue
             if core and (core[0] == key or core[-1] == key):
                 matches.append(other)
         if len(matches) == 1:
             target[key] = matches[0]
     aliases: dict[str, set[str]] = defaultdict(set)
+    for key, name in canon.items():
+        # "Master Peter Cratchit" is "Peter Cratchit": fold into it, or keep it as an alias
+        core = _core(name)
+        if key in concept_keys or len(core) < 2 or not _has_title(name) or target[key] != key:
+            continue
+        core_key = _key(" ".join(core))
+        if core_key in canon and target[core_key] == core_key:
+            target[key] = core_key
+        else:
+            aliases[key].add(" ".join(core))
     for key, counts in variants.items():
         dest = target[key]
         for name in counts:
             if name != canon[dest]:
                 aliases[dest].add(name)
     return _assemble(texts, spans_by_chunk, canon, target, aliases, concept_keys)
+
+
+def _known_parts_of(name: str, known: set[str]) -> list[str]:
+    """Known names inside a heading-like phrase, longest match first, left to right."""
+    words, found, i = name.split(" "), [], 0
+    while i < len(words):
+        for size in range(len(words) - i, 0, -1):
+            sub = " ".join(words[i:i + size])
+            if _key(sub) in known:
+                found.append(sub)
+                i += size
+                break
+        else:
+            i += 1
+    return found
 
 
 def _concepts(texts, spans_by_chunk, min_chunks: int, limit: int, taken: set[str]) -> list[tuple[str, str]]:
@@ -296,49 +328,49 @@ def _concepts(texts, spans_by_chunk, min_chunks: int, limit: int, taken: set[str
     return chosen
 
 
-def _find(text: str, name: str) -> int:
-    pattern = r"(?<![\w])" + re.escape(name).replace(r"\ ", r"\s+") + r"(?![\w])"
-    m = re.search(pattern, text, flags=re.IGNORECASE if name.islower() else 0)
-    return m.start() if m else -1
+def _pattern(name: str) -> re.Pattern[str]:
+    body = re.escape(name).replace(r"\ ", r"\s+")
+    return re.compile(r"(?<![\w])" + body + r"(?![\w])", re.IGNORECASE if name.islower() else 0)
 
 
 def _assemble(texts, spans_by_chunk, canon, target, aliases, concept_keys) -> dict[str, Any]:
     entities = []
-    surface: dict[str, list[str]] = {}
+    patterns: dict[str, list[re.Pattern[str]]] = {}
     for key in sorted(set(target.values()), key=lambda k: canon[k]):
         name = canon[key]
         forms = sorted(aliases.get(key, ()))
-        surface[name] = [name] + forms
+        patterns[name] = [_pattern(f) for f in [name] + forms]
         item: dict[str, Any] = {"name": name, "aliases": forms}
         etype = _entity_type(name, key in concept_keys)
         if etype:
             item["type"] = etype
         entities.append(item)
-    mentions, per_chunk = [], []
-    for _ci, (cid, text) in enumerate(texts):
-        present = sorted(n for n, forms in surface.items() if any(_find(text, f) >= 0 for f in forms))
-        per_chunk.append(present)
-        mentions.extend({"chunk_id": cid, "name": n} for n in present)
+    mentions = []
+    # per chunk: entity name -> indexes of the sentences naming it
+    where: list[dict[str, list[int]]] = []
+    for ci, (cid, text) in enumerate(texts):
+        found: dict[str, list[int]] = {}
+        for name, pats in patterns.items():
+            if any(p.search(text) for p in pats):
+                found[name] = [
+                    si for si, span in enumerate(spans_by_chunk[ci]) if any(p.search(span.text) for p in pats)
+                ]
+        where.append(found)
+        mentions.extend({"chunk_id": cid, "name": n} for n in sorted(found))
     pairs: dict[tuple[str, str], list[int]] = defaultdict(list)
-    for ci, present in enumerate(per_chunk):
+    for ci, found in enumerate(where):
+        present = sorted(found)
         for i, a in enumerate(present):
             for b in present[i + 1:]:
                 pairs[(a, b)].append(ci)
     related = []
     for (a, b), cis in sorted(pairs.items()):
         item: dict[str, Any] = {"from": a, "to": b, "chunk_ids": [texts[ci][0] for ci in cis]}
-        sentence = _shared_sentence(texts, spans_by_chunk, cis, surface[a], surface[b])
-        if sentence:
-            item["description"] = sentence
+        for ci in cis:
+            shared = sorted(set(where[ci][a]) & set(where[ci][b]))
+            shared = [si for si in shared if len(spans_by_chunk[ci][si].text) <= 500]
+            if shared:
+                item["description"] = spans_by_chunk[ci][shared[0]].text
+                break
         related.append(item)
     return {"entities": entities, "mentions": mentions, "related": related}
-
-
-def _shared_sentence(texts, spans_by_chunk, cis, forms_a, forms_b) -> str | None:
-    for ci in cis:
-        for span in spans_by_chunk[ci]:
-            if len(span.text) <= 500 and any(_find(span.text, f) >= 0 for f in forms_a) and any(
-                _find(span.text, f) >= 0 for f in forms_b
-            ):
-                return span.text
-    return None

@@ -27,8 +27,12 @@ def validate_steps(recipe_id: Any, steps: list[Any], *, retriever_id: str, model
     if recipe_id == retriever_id:
         raise RetrievalConfigError(f'Retrieval recipe id "{recipe_id}" conflicts with the retriever id of its knowledge base.',
                                    code="recipe_id_conflict", hint="choose another recipe id.")
+    producers = [s for s in steps if s.kind in PRODUCER_KINDS]
+    if len(producers) > 1:  # checked before the phase chain, so the error names both producers
+        raise RetrievalConfigError(
+            f'Retrieval recipe has more than one producer step: "{producers[0].id}" and "{producers[1].id}". '
+            "Use exactly one of retrieve() or global_search().", code="invalid_step_order")
     current = "queries"
-    producer = None
     for step in steps:
         if not step.builtin and step.id in RESERVED_IDS:
             raise RetrievalConfigError(f'Retrieval step id "{step.id}" is reserved for built-in steps.',
@@ -37,12 +41,6 @@ def validate_steps(recipe_id: Any, steps: list[Any], *, retriever_id: str, model
             raise RetrievalConfigError(f'Retrieval step "{step.id}" expects {step.phase[0]} input but receives {current}.',
                                        code="invalid_step_order",
                                        hint="start with a producer (retrieve() or global_search()), then hit steps.")
-        if step.kind in PRODUCER_KINDS:
-            if producer is not None:
-                raise RetrievalConfigError(
-                    f'Retrieval recipe has more than one producer step: "{producer.id}" and "{step.id}". '
-                    "Use exactly one of retrieve() or global_search().", code="invalid_step_order")
-            producer = step
         if step.needs_model and step.model is None and model is None:
             raise RetrievalConfigError(f'Retrieval step "{step.id}" requires a model.', code="missing_model",
                                        hint="pass model=... to the step or to the recipe.")

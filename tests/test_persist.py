@@ -1,0 +1,145 @@
+import json
+import os
+import time
+
+import pandas as pd
+import pytest
+
+import crux_nb
+from crux_nb.errors import LeaseError, NotFoundError, StorageError
+from crux_nb.store.lease import Lease
+from crux_nb.store.persist import current_generation
+from crux_nb.testing import assert_kb_equal
+
+
+@pytest.fixture
+def rich_kb():
+    kb = crux_nb.knowledge_base(id="p", namespace="ns", chunk_size=200)
+    kb.add_text("a:b%.md", "---\nteam: x\nyear: 2024\nok: true\n---\n# Title\n\nText ünïcode 🎉.\n\n## Two\n\nMore.",
+                metadata={"nested": {"k": [1, 2.5, None]}})
+    kb.add_text("plain", "Just text.", format="text")
+    kb.add_edges(pd.DataFrame([{"from_ref": "chunk:a%3Ab%25.md:c0000", "to_ref": "entity:e%3A1", "type": "mentions",
+                                "evidence": ["chunk:a%3Ab%25.md:c0000"], "description": "d", "weight": 0.5}]))
+    kb.add_entities(pd.DataFrame({"entity_id": ["e:1"], "canonical_name": ["E One"], "aliases": [["E", "One"]]}))
+    return kb
+
+
+def test_round_trip_is_exact(tmp_path, rich_kb):
+    gen = rich_kb.save(tmp_path / "kb")
+    assert gen == "g000001" and current_generation(tmp_path / "kb") == gen
+    back = crux_nb.open(tmp_path / "kb")
+    assert_kb_equal(rich_kb, back)
+    assert back.chunk_size == 200
+    assert back.chunks["ref"].tolist() == rich_kb.chunks["ref"].tolist()
+    assert back.entities["aliases"].iloc[0] == ("E", "One")
+    assert back.chunks["metadata"].iloc[0]["nested"] == {"k": (1, 2.5, None)}
+    assert [str(n.ref) for n in back.reader.neighbors("entity:e%3A1")] == ["chunk:a%3Ab%25.md:c0000"]
+
+
+def test_generations_advance_and_old_ones_are_cleaned(tmp_path, rich_kb):
+    path = tmp_path / "kb"
+    gens = [rich_kb.save(path) for _ in range(4)]
+    assert gens == ["g000001", "g000002", "g000003", "g000004"]
+    assert sorted(os.listdir(path / "generations")) == ["g000003", "g000004"]
+    rich_kb.remove("plain")
+    rich_kb.save(path)
+    assert crux_nb.open(path).summary()["documents"] == 1
+
+
+def test_no_file_name_comes_from_user_data(tmp_path):
+    kb = crux_nb.knowledge_base(id="x")
+    kb.add_text("../../escape.md", "# Evil\n\nid tries to escape.")
+    kb.save(tmp_path / "kb")
+    files = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()}
+    assert all(f.startswith("kb/") for f in files) and not any("escape" in f for f in files)
+    assert crux_nb.open(tmp_path / "kb").documents["source_id"].tolist() == ["../../escape.md"]
+
+
+def test_crash_mid_save_leaves_previous_generation(tmp_path, rich_kb, monkeypatch):
+    path = tmp_path / "kb"
+    rich_kb.save(path)
+    rich_kb.add_text("new", "New source.")
+    import crux_nb.store.persist as persist
+
+    def boom(*a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(persist, "_write_json", boom)  # fails after tables are written, before the switch
+    with pytest.raises(OSError):
+        rich_kb.save(path)
+    monkeypatch.undo()
+    back = crux_nb.open(path)
+    assert "new" not in set(back.documents["source_id"]) and current_generation(path) == "g000001"
+    assert not (path / "lease").exists()
+    assert rich_kb.save(path) == "g000002"  # the partial folder does not block the next save
+    assert not [p for p in os.listdir(path / "generations") if p.startswith(".tmp")]
+
+
+def test_open_errors(tmp_path, rich_kb):
+    with pytest.raises(NotFoundError):
+        crux_nb.open(tmp_path / "missing")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(StorageError, match="no CURRENT pointer"):
+        crux_nb.open(tmp_path / "empty")
+    path = tmp_path / "kb"
+    rich_kb.save(path)
+    table = path / "generations" / "g000001" / "chunks.parquet"
+    data = table.read_bytes()
+    table.write_bytes(data[:-20] + b"x" * 20)
+    with pytest.raises(StorageError, match="chunks.*corrupted"):
+        crux_nb.open(path)
+    with pytest.raises(StorageError, match="cannot be read as Parquet"):
+        crux_nb.open(path, verify=False)
+    table.unlink()
+    with pytest.raises(StorageError, match="missing"):
+        crux_nb.open(path)
+    (path / "CURRENT").write_text("{not json")
+    with pytest.raises(StorageError, match="CURRENT pointer .* corrupted"):
+        crux_nb.open(path)
+    (path / "CURRENT").write_text(json.dumps({"format": "crux_nb", "generation": "g000009"}))
+    with pytest.raises(StorageError, match="no manifest"):
+        crux_nb.open(path)
+
+
+def test_save_refuses_foreign_targets(tmp_path, rich_kb):
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(StorageError, match="not a folder"):
+        rich_kb.save(tmp_path / "file")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    with pytest.raises(StorageError, match="not a crux_nb knowledge base"):
+        rich_kb.save(tmp_path / "other")
+
+
+def test_no_pickle_only_parquet_and_json(tmp_path, rich_kb):
+    rich_kb.save(tmp_path / "kb")
+    suffixes = {p.suffix for p in (tmp_path / "kb").rglob("*") if p.is_file()}
+    assert suffixes <= {".parquet", ".json", ""}
+    assert json.loads((tmp_path / "kb" / "CURRENT").read_text())["generation"] == "g000001"
+
+
+def test_lease_blocks_then_stale_lease_is_taken_over(tmp_path):
+    path = tmp_path / "lease"
+    holder = Lease(path, ttl=0.5).acquire()
+    with pytest.raises(LeaseError, match="holds the build lease"):
+        Lease(path, ttl=0.5, wait=0.1).acquire()
+    time.sleep(0.6)  # holder "crashed": no heartbeat
+    taker = Lease(path, ttl=0.5, wait=1).acquire()
+    assert taker.holder()["owner"] == taker.owner
+    with pytest.raises(LeaseError, match="taken over"):
+        holder.heartbeat()
+    taker.heartbeat()
+    taker.release()
+    assert not path.exists()
+
+
+def test_save_waits_for_a_held_lease(tmp_path, rich_kb, monkeypatch):
+    path = tmp_path / "kb"
+    rich_kb.save(path)
+    Lease(path / "lease", ttl=60).acquire()
+    import crux_nb.store.persist as persist
+
+    monkeypatch.setattr(persist, "Lease", lambda p: Lease(p, wait=0.2))
+    with pytest.raises(LeaseError):
+        rich_kb.save(path)
+    assert current_generation(path) == "g000001"
