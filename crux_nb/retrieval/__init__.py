@@ -2,6 +2,8 @@
 
 from .hits import (AssertionRef, EvidenceHit, FindingCitation, FindingHit, GraphProvenance, HitParent, Lineage,
                    Provenance, RetrieverHit, Source, SourceScore, hit_key)
+from .expand import ExpandRelationsStep, expand_relations
+from .knowledge import KnowledgeTrace
 from .lexical import BM25Leg, Leg
 from .recipe import Recipe
 from .results import HitList, RetrievalResult
@@ -13,5 +15,5 @@ __all__ = [
     "AssertionRef", "EvidenceHit", "FindingCitation", "FindingHit", "GraphProvenance", "HitParent", "Lineage",
     "Provenance", "RetrieverHit", "Source", "SourceScore", "hit_key", "BM25Leg", "Leg", "Recipe", "HitList",
     "RetrievalResult", "CustomStep", "RetrieveStep", "Step", "custom_step", "retrieve", "RecipeTrace", "StepTrace",
-    "KnowledgeBinding", "PlannedQuery", "Request", "StepContext", "StepInput", "StepOutput",
+    "KnowledgeBinding", "ExpandRelationsStep", "expand_relations", "KnowledgeTrace", "PlannedQuery", "Request", "StepContext", "StepInput", "StepOutput",
 ]
