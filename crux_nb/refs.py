@@ -42,7 +42,6 @@ _BAD_ESCAPE = re.compile(r"%(?!25|3[aA])")
 
 
 class _Ref:
-    __slots__ = ()
     kind: str
 
     def __str__(self) -> str:
@@ -57,7 +56,7 @@ class _Ref:
         return encode_ref(self) < encode_ref(other)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class DocumentRef(_Ref):
     source_id: str
 
@@ -69,7 +68,7 @@ class DocumentRef(_Ref):
         return (self.source_id,)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ParentRef(_Ref):
     source_id: str
     parent_id: str
@@ -82,7 +81,7 @@ class ParentRef(_Ref):
         return (self.source_id, self.parent_id)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ChunkRef(_Ref):
     source_id: str
     chunk_id: str
@@ -95,7 +94,7 @@ class ChunkRef(_Ref):
         return (self.source_id, self.chunk_id)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class EntityRef(_Ref):
     entity_id: str
 
@@ -117,10 +116,14 @@ def is_ref_kind(value: object) -> bool:
 
 
 def _escape(segment: str) -> str:
+    if "%" not in segment and ":" not in segment:
+        return segment
     return segment.replace("%", "%25").replace(":", "%3A")
 
 
 def _unescape(segment: str) -> str | None:
+    if "%" not in segment:
+        return segment
     if _BAD_ESCAPE.search(segment):
         return None
     return re.sub(r"%(25|3[aA])", lambda m: "%" if m.group(1) == "25" else ":", segment)
@@ -128,13 +131,18 @@ def _unescape(segment: str) -> str | None:
 
 def encode_ref(ref: KnowledgeRef) -> str:
     """The encoded string of ``ref`` (``chunk:<source>:<chunk>`` and so on)."""
+    cached = getattr(ref, "__dict__", {}).get("_encoded")
+    if cached is not None:
+        return cached
     if not isinstance(ref, _Ref):
         raise RefError(f"encode_ref() needs a knowledge ref; got {type(ref).__name__}.",
                        hint="build one with DocumentRef, ParentRef, ChunkRef or EntityRef.")
     for segment in ref.segments():
         if not isinstance(segment, str):
             raise RefError(f"{ref.kind} ref segments must be strings; got {type(segment).__name__}.")
-    return ":".join((ref.kind, *(_escape(s) for s in ref.segments())))
+    encoded = ":".join((ref.kind, *(_escape(s) for s in ref.segments())))
+    object.__setattr__(ref, "_encoded", encoded)  # refs are immutable: encode once
+    return encoded
 
 
 def decode_ref(text: object) -> KnowledgeRef | None:
@@ -148,7 +156,9 @@ def decode_ref(text: object) -> KnowledgeRef | None:
     segments = [_unescape(p) for p in parts[1:]]
     if any(s is None for s in segments):
         return None
-    return _CLASSES[kind](*segments)
+    ref = _CLASSES[kind](*segments)
+    object.__setattr__(ref, "_encoded", text)
+    return ref
 
 
 def as_ref(value: object, *, kinds: tuple[str, ...] = REF_KINDS, what: str = "ref") -> KnowledgeRef:

@@ -8,9 +8,8 @@ knowledge base do not change what an existing reader returns (take a fresh
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from ..errors import ParameterError
 from ..refs import ChunkRef, KnowledgeRef, as_ref, decode_ref, encode_ref
@@ -22,8 +21,7 @@ from .structure import StructureIndex
 __all__ = ["GraphReader", "Neighbor", "Support"]
 
 
-@dataclass(frozen=True)
-class Support:
+class Support(NamedTuple):
     """One chunk supporting a persisted edge."""
 
     source_id: str
@@ -31,9 +29,8 @@ class Support:
     provenance: Literal["exact", "derived"]
 
 
-@dataclass(frozen=True)
-class Neighbor:
-    """One neighbour of a ref. ``evidence`` is ``None`` unless asked for."""
+class Neighbor(NamedTuple):
+    """One neighbour of a ref. ``evidence`` is ``None`` unless asked for. (Immutable; a named tuple for speed.)"""
 
     ref: KnowledgeRef
     type: str
