@@ -82,6 +82,70 @@ EDGE_EVIDENCE = {
     "provenance": "str",
 }
 
+EXTRACTIONS = {
+    "source_id": "str",
+    "content_hash": "str",
+    "model_fingerprint": "str",
+    "output": "str",  # the model's validated extraction for the source, as canonical JSON
+}
+
+COMMUNITY_GENERATIONS = {  # the current-generation pointer of each community scope
+    "scope": "str",
+    "generation_id": "str",
+    "input_fingerprint": "str",
+    "strategy_fingerprint": "str",
+    "view_id": "str",
+    "view_revision": "str",
+    "sequence": "int",
+    "source_hashes": "str",  # JSON {source_id: content_hash} of the sources the generation was built from
+}
+COMMUNITIES = {
+    "scope": "str",
+    "generation_id": "str",
+    "community_id": "str",
+    "level": "int",
+    "kind": "str",
+    "parent_id": "str",
+    "child_ids": "object",
+    "n_chunks": "int",
+    "n_entities": "int",
+    "estimated_chars": "int",
+    "member_hash": "str",
+}
+COMMUNITY_MEMBERS = {
+    "scope": "str",
+    "generation_id": "str",
+    "community_id": "str",
+    "member_ref": "str",
+    "member_kind": "str",
+}
+REPORTS = {
+    "scope": "str",
+    "generation_id": "str",
+    "community_id": "str",
+    "level": "int",
+    "parent_id": "str",
+    "title": "str",
+    "summary": "str",
+    "view_revision": "str",
+    "graph_generation": "str",
+    "strategy_fingerprint": "str",
+    "member_hash": "str",
+    "n_entities": "int",
+    "n_chunks": "int",
+    "n_assertions": "int",
+}
+REPORT_FINDINGS = {
+    "scope": "str",
+    "generation_id": "str",
+    "community_id": "str",
+    "finding_id": "str",
+    "ordinal": "int",
+    "statement": "str",
+    "evidence": "object",
+    "assertion_refs": "object",
+}
+
 SCHEMAS: dict[str, dict[str, str]] = {
     "documents": DOCUMENTS,
     "parents": PARENTS,
@@ -89,6 +153,12 @@ SCHEMAS: dict[str, dict[str, str]] = {
     "entities": ENTITIES,
     "edges": EDGES,
     "edge_evidence": EDGE_EVIDENCE,
+    "extractions": EXTRACTIONS,
+    "community_generations": COMMUNITY_GENERATIONS,
+    "communities": COMMUNITIES,
+    "community_members": COMMUNITY_MEMBERS,
+    "reports": REPORTS,
+    "report_findings": REPORT_FINDINGS,
 }
 
 #: Columns holding JSON-like values (serialised as JSON text in Parquet).
@@ -97,7 +167,11 @@ JSON_COLUMNS: dict[str, tuple[str, ...]] = {
     "parents": ("metadata",),
     "chunks": ("metadata",),
     "entities": ("aliases",),
+    "communities": ("child_ids",),
+    "report_findings": ("evidence", "assertion_refs"),
 }
+#: JSON columns that hold tuples (the others hold read-only metadata mappings).
+TUPLE_COLUMNS = frozenset({"aliases", "child_ids", "evidence", "assertion_refs"})
 
 _DTYPES = {"str": "str", "int": "int64", "float": "float64", "bool": "bool", "object": "object"}
 

@@ -60,8 +60,8 @@ def test_docstring_examples_run(name):
 
 
 def test_heavy_imports_stay_in_their_rooms():
-    """igraph/leidenalg only under communities/ (and graph/), ipywidgets only under widgets/, HTTP only under models/."""
-    rooms = {"igraph": ("communities", "graph"), "leidenalg": ("communities",), "ipywidgets": ("widgets",),
+    """igraph/leidenalg only under community/ (and graph/), ipywidgets only under widgets/, HTTP only under models/."""
+    rooms = {"igraph": ("community", "graph"), "leidenalg": ("community",), "ipywidgets": ("widgets",),
              "anywidget": ("widgets",), "urllib.request": ("models",), "http.client": ("models",),
              "requests": ("models",), "httpx": ("models",)}
     for path in (ROOT / "crux_nb").rglob("*.py"):

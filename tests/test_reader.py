@@ -163,3 +163,36 @@ def test_cost_is_proportional_to_degree(guide):
     assert index.indptr[code + 1] - index.indptr[code] == 1
     code = index.code["chunk:s:c1"]
     assert index.indptr[code + 1] - index.indptr[code] == 30
+
+
+def test_reach_matches_a_breadth_first_search_over_neighbors(guide):
+    add(guide,
+        {"from_ref": "chunk:s:c1", "to_ref": "entity:a", "type": "mentions"},
+        {"from_ref": "chunk:s:c2", "to_ref": "entity:a", "type": "mentions"},
+        {"from_ref": "entity:a", "to_ref": "entity:b", "type": "related", "direction": "symmetric"},
+        {"from_ref": "entity:b", "to_ref": "entity:c", "type": "related", "direction": "symmetric"},
+        {"from_ref": "chunk:t:x", "to_ref": "entity:c", "type": "mentions"})
+    reader = guide.reader
+
+    def bfs(seed, depth, types, direction=None):
+        seen, frontier, out = {seed}, [seed], []
+        for hop in range(1, depth + 1):
+            nxt = []
+            for node in frontier:
+                for n in reader.neighbors(node, types=types, direction=direction):
+                    if str(n.ref) not in seen:
+                        seen.add(str(n.ref))
+                        nxt.append(str(n.ref))
+                        out.append((str(n.ref), hop))
+            frontier = nxt
+        return sorted(out, key=lambda x: (x[1], x[0]))
+
+    for seed in ("chunk:s:c1", "entity:b", "chunk:t:x"):
+        for depth in (1, 2, 3):
+            for types, direction in ((["mentions", "related"], None), (["related"], None), (["mentions"], "out")):
+                got = list(reader.reach(seed, depth=depth, types=types, direction=direction).items())
+                assert got == bfs(seed, depth, types, direction), (seed, depth, types, direction)
+    assert reader.reach("entity:zzz") == {} and reader.reach("entity:a", depth=0) == {}
+    assert reader.reach("entity:a", types=["nope"]) == {}
+    with pytest.raises(ParameterError, match="depth"):
+        reader.reach("entity:a", depth=-1)

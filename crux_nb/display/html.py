@@ -97,3 +97,22 @@ def trace_html(trace: Any) -> str:
         body += "<div>" + "".join(f'<div class="crux-muted">⚠ {esc(w)}</div>' for w in trace.warnings) + "</div>"
     return box(f"trace of {trace.recipe_id!r} for {clip(trace.query, 80)!r}: {trace.result_count} results", body,
                cls="crux-trace")
+
+
+def report_html(report: Any) -> str:
+    rows = [(f.id, clip(f.statement, 200), " ".join(map(str, f.evidence))) for f in report.findings]
+    body = (f'<div class="crux-muted">level {report.level} · {report.n_chunks} chunks · {report.n_entities} entities</div>'
+            f'<div class="crux-text">{esc(report.summary)}</div>' + table(["finding", "statement", "evidence"], rows))
+    return box(f"{report.title} ({report.community_id})", body, cls="crux-report")
+
+
+def communities_html(surface: Any) -> str:
+    frame = surface.communities
+    reports = surface.frame("reports")
+    titles = dict(zip(reports["community_id"], reports["title"]))
+    rows = [(r.community_id, r.level, r.kind, r.n_chunks, r.n_entities, clip(titles.get(r.community_id, ""), 80))
+            for r in frame.sort_values(["level", "community_id"], ascending=[False, True]).itertuples(index=False)]
+    status = badge(f"status: {surface.status()}") + badge(f"generation: {surface.generation_id}")
+    body = f"<div>{status}</div>" + (table(["community", "level", "kind", "chunks", "entities", "title"], rows)
+                                      if rows else '<div class="crux-muted">not built yet: call prepare()</div>')
+    return box(f"communities {surface.config.id!r} ({surface.scope})", body, cls="crux-communities")

@@ -42,16 +42,18 @@ class AdjacencyIndex:
         counts = np.bincount(node, minlength=len(uniques))
         self.indptr = np.concatenate([[0], np.cumsum(counts)])
         self.refs: list[str] = list(uniques)
+        self.ref_array = np.asarray(self.refs, dtype=object)
         self.code = {ref: i for i, ref in enumerate(self.refs)}
         self.type_code = {name: i for i, name in enumerate(self.type_names)}
         self.edge_types: list[str] = edges["type"].tolist()
         # evidence rows grouped per edge row (evidence is sorted by edge id, like edges)
-        ev_rows = np.searchsorted(edges["edge_id"].to_numpy(), evidence["edge_id"].to_numpy())
+        ev_rows = pd.Index(edges["edge_id"]).get_indexer(evidence["edge_id"])
         ev_counts = np.bincount(ev_rows, minlength=n_edges) if len(ev_rows) else np.zeros(n_edges, dtype=np.int64)
         self.ev_indptr = np.concatenate([[0], np.cumsum(ev_counts)])
         self.ev_source: list[str] = evidence["source_id"].tolist()
         self.ev_chunk: list[str] = evidence["chunk_ref"].tolist()
         self.ev_provenance: list[str] = evidence["provenance"].tolist()
+        self._masks: dict[tuple, np.ndarray] = {}
 
     @property
     def n_entries(self) -> int:
@@ -76,3 +78,43 @@ class AdjacencyIndex:
     def evidence(self, edge_row: int) -> list[tuple[str, str, str]]:
         start, stop = self.ev_indptr[edge_row], self.ev_indptr[edge_row + 1]
         return [(self.ev_source[i], self.ev_chunk[i], self.ev_provenance[i]) for i in range(start, stop)]
+
+    def _mask(self, type_codes: set[int] | None, direction: int | None) -> np.ndarray:
+        key = (None if type_codes is None else frozenset(type_codes), direction)
+        mask = self._masks.get(key)
+        if mask is None:
+            mask = np.ones(len(self.peer), dtype=bool)
+            if type_codes is not None:
+                mask &= np.isin(self.etype, np.fromiter(type_codes, dtype=np.int32))
+            if direction is not None:
+                mask &= self.direction == direction
+            self._masks[key] = mask
+        return mask
+
+    def reach(self, start: int, *, depth: int, type_codes: set[int] | None, direction: int | None) -> tuple[np.ndarray, np.ndarray]:
+        """Breadth-first over the CSR arrays: (node codes, hop distances) within ``depth`` hops, start excluded."""
+        n = len(self.refs)
+        seen = np.zeros(n, dtype=bool)
+        seen[start] = True
+        mask = self._mask(type_codes, direction)
+        frontier = np.array([start])
+        found, dist = [], []
+        for hop in range(1, depth + 1):
+            starts, stops = self.indptr[frontier], self.indptr[frontier + 1]
+            lengths = stops - starts
+            total = int(lengths.sum())
+            if total == 0:
+                break
+            offsets = np.repeat(starts - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
+            entries = offsets + np.arange(total)
+            peers = self.peer[entries[mask[entries]]]
+            peers = np.unique(peers[~seen[peers]])
+            if len(peers) == 0:
+                break
+            seen[peers] = True
+            found.append(peers)
+            dist.append(np.full(len(peers), hop))
+            frontier = peers
+        if not found:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        return np.concatenate(found), np.concatenate(dist)

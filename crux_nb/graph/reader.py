@@ -8,6 +8,8 @@ knowledge base do not change what an existing reader returns (take a fresh
 from __future__ import annotations
 
 import math
+
+import numpy as np
 from functools import cached_property
 from typing import Any, Literal, NamedTuple
 
@@ -15,10 +17,13 @@ from ..errors import ParameterError
 from ..refs import ChunkRef, KnowledgeRef, as_ref, decode_ref, encode_ref
 from ..retrieval.hits import EvidenceHit
 from ..retrieval.hydrate import chunk_hit
-from .adjacency import DIRECTION_NAMES, IN, OUT, AdjacencyIndex
+from .adjacency import DIRECTION_NAMES, AdjacencyIndex
 from .structure import StructureIndex
 
 __all__ = ["GraphReader", "Neighbor", "Support"]
+
+#: Nodes whose neighbour lists a reader keeps (cleared when full, so memory stays bounded).
+CACHE_NODES = 200_000
 
 
 class Support(NamedTuple):
@@ -69,6 +74,8 @@ class GraphReader:
         self._state = state
         self.namespace = namespace
         self._decoded: dict[str, KnowledgeRef] = {}
+        self._cache: dict[str, list[Neighbor]] = {}  # every neighbour of a node, without evidence
+        self._typed: dict[tuple, list[Neighbor]] = {}  # the same, filtered by (types, direction)
 
     @cached_property
     def _structure(self) -> StructureIndex:
@@ -96,33 +103,77 @@ class GraphReader:
         [Neighbor('chunk:guide:c0001', type='sequence', direction='out')]
         """
         owner = "neighbors()"
-        ref = as_ref(ref)
+        if isinstance(ref, str):
+            encoded = ref
+            if self._decoded.get(ref) is None:
+                self._decoded[ref] = as_ref(ref)  # raises RefError for anything that is not a ref
+            ref = self._decoded[ref]
+        else:
+            encoded = encode_ref(as_ref(ref))
         if direction not in (None, "out", "in"):
             raise ParameterError(owner, "direction", "'out', 'in' or None (both)", direction)
         wanted = check_types(owner, types)
         cap = check_limit(owner, limit)
-        encoded = encode_ref(ref)
-        structural = [p for p in self._structure.project(ref.kind, ref.segments(), encoded)
-                      if (wanted is None or p[2] in wanted) and (direction is None or p[3] == direction)]
-        structural.sort()
-        if cap is not None:
-            structural = structural[:cap]
-            if cap == 0:
-                return []
-        out = [Neighbor(self._decode(r), t, d, () if include_evidence else None) for _, r, t, d in structural]
+        if cap == 0:
+            return []
+        if include_evidence:
+            out = self._compute(ref, encoded, evidence=True)
+        else:
+            out = self._cache.get(encoded)
+            if out is None:
+                if len(self._cache) >= CACHE_NODES:
+                    self._cache.clear()
+                out = self._cache[encoded] = self._compute(ref, encoded, evidence=False)
+            if wanted is not None or direction is not None:  # typed reads repeat (traversals): cache them too
+                key = (encoded, wanted, direction)
+                filtered = self._typed.get(key)
+                if filtered is None:
+                    if len(self._typed) >= CACHE_NODES:
+                        self._typed.clear()
+                    filtered = self._typed[key] = [n for n in out if (wanted is None or n.type in wanted)
+                                                   and (direction is None or n.direction == direction)]
+                out = filtered
+        if include_evidence and (wanted is not None or direction is not None):
+            out = [n for n in out if (wanted is None or n.type in wanted) and (direction is None or n.direction == direction)]
+        return out[:cap] if cap is not None else list(out)
+
+    def reach(self, ref: KnowledgeRef | str, *, depth: int = 2, types: Any = None,
+              direction: Literal["out", "in"] | None = None) -> dict[str, int]:
+        """Every node within ``depth`` hops of ``ref`` over persisted edges: ``{encoded ref: hop distance}``.
+
+        Vectorised over the CSR index (no per-node Python work), for k-hop questions on large graphs;
+        ordered by (distance, ref), the start excluded. Structural edges are not followed (use
+        ``neighbors()`` for those). Every API that takes a ref takes these encoded strings.
+        """
+        owner = "reach()"
+        ref = as_ref(ref)
+        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
+            raise ParameterError(owner, "depth", "a non-negative integer", depth)
+        if direction not in (None, "out", "in"):
+            raise ParameterError(owner, "direction", "'out', 'in' or None (both)", direction)
+        wanted = check_types(owner, types)
         adj = self._adjacency
+        start = adj.code.get(encode_ref(ref))
+        if start is None or depth == 0:
+            return {}
         codes = None if wanted is None else {adj.type_code[t] for t in wanted if t in adj.type_code}
         if codes is not None and not codes:
-            return out[:cap] if cap is not None else out
-        dir_code = None if direction is None else (OUT if direction == "out" else IN)
+            return {}
+        nodes, hops = adj.reach(start, depth=depth, type_codes=codes,
+                                direction=None if direction is None else (0 if direction == "out" else 1))
+        order = np.lexsort((nodes, hops))  # codes follow sorted ref order: (hop, code) sorts by (hop, ref)
+        return dict(zip(adj.ref_array[nodes[order]].tolist(), hops[order].tolist()))
+
+    def _compute(self, ref: KnowledgeRef, encoded: str, *, evidence: bool) -> list[Neighbor]:
+        """Every neighbour of one node: structural (sorted by ordinal, ref, type, direction), then persisted."""
+        structural = sorted(self._structure.project(ref.kind, ref.segments(), encoded))
+        empty = () if evidence else None
+        out = [Neighbor(self._decode(r), t, d, empty) for _, r, t, d in structural]
+        adj = self._adjacency
         names = adj.type_names
-        for peer, t, d, row in adj.entries(encoded, type_codes=codes, direction=dir_code):
-            if cap is not None and len(out) >= cap:
-                break
-            evidence = None
-            if include_evidence:
-                evidence = tuple(Support(s, self._decode(c), p) for s, c, p in adj.evidence(row))
-            out.append(Neighbor(self._decode(peer), names[t], DIRECTION_NAMES[d], evidence))
+        for peer, t, d, row in adj.entries(encoded, type_codes=None, direction=None):
+            support = tuple(Support(s, self._decode(c), p) for s, c, p in adj.evidence(row)) if evidence else None
+            out.append(Neighbor(self._decode(peer), names[t], DIRECTION_NAMES[d], support))
         return out
 
     def hydrate(self, ref: KnowledgeRef | str) -> EvidenceHit | None:

@@ -3,6 +3,7 @@
 from .hits import (AssertionRef, EvidenceHit, FindingCitation, FindingHit, GraphProvenance, HitParent, Lineage,
                    Provenance, RetrieverHit, Source, SourceScore, hit_key)
 from .expand import ExpandRelationsStep, expand_relations
+from .gs_step import GlobalSearchStep, Preflight, global_search
 from .knowledge import KnowledgeTrace
 from .lexical import BM25Leg, Leg
 from .recipe import Recipe
@@ -15,5 +16,5 @@ __all__ = [
     "AssertionRef", "EvidenceHit", "FindingCitation", "FindingHit", "GraphProvenance", "HitParent", "Lineage",
     "Provenance", "RetrieverHit", "Source", "SourceScore", "hit_key", "BM25Leg", "Leg", "Recipe", "HitList",
     "RetrievalResult", "CustomStep", "RetrieveStep", "Step", "custom_step", "retrieve", "RecipeTrace", "StepTrace",
-    "KnowledgeBinding", "ExpandRelationsStep", "expand_relations", "KnowledgeTrace", "PlannedQuery", "Request", "StepContext", "StepInput", "StepOutput",
+    "KnowledgeBinding", "ExpandRelationsStep", "expand_relations", "GlobalSearchStep", "Preflight", "global_search", "KnowledgeTrace", "PlannedQuery", "Request", "StepContext", "StepInput", "StepOutput",
 ]

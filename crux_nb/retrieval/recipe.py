@@ -62,9 +62,10 @@ class Recipe:
     kb: Any
     model: Any = None
     fingerprint: str = ""
+    concurrency: int = 4
 
     @classmethod
-    def bind(cls, kb: Any, *, steps: list | None, id: str | None, model: Any) -> Recipe:
+    def bind(cls, kb: Any, *, steps: list | None, id: str | None, model: Any, concurrency: int = 4) -> Recipe:
         steps = [retrieve()] if steps is None else steps
         if isinstance(steps, (str, bytes)) or not hasattr(steps, "__iter__"):
             raise ParameterError("kb.recipe()", "steps", "a list of steps", steps)
@@ -77,7 +78,10 @@ class Recipe:
         recipe_id = f"{kb.id}-recipe-{fingerprint[:8]}" if id is None else id
         validate_steps(recipe_id, steps, retriever_id=kb.id, model=model,
                        communities=getattr(kb, "communities_config", None))
-        return cls(id=recipe_id, steps=tuple(steps), kb=kb, model=model, fingerprint=fingerprint)
+        from .steps import check_int
+
+        concurrency = check_int("kb.recipe()", "concurrency", concurrency, minimum=1)
+        return cls(id=recipe_id, steps=tuple(steps), kb=kb, model=model, fingerprint=fingerprint, concurrency=concurrency)
 
     def retrieve(self, query: str, *, filter: dict | None = None, limit: int | None = None, admit: Any = None) -> HitList:
         """Run the recipe and return its hits."""
@@ -92,11 +96,7 @@ class Recipe:
         A failing step raises :class:`RetrievalRunError` whose ``trace`` records the failed step.
         """
         request = Request.build(query, filter=filter, limit=limit, admit=admit)
-        state = self.kb.state
-        reader = self.kb.reader
-        context = StepContext(recipe_id=self.id, namespace=self.kb.namespace, request=request, state=state,
-                              knowledge=KnowledgeBinding(reader, self.kb.namespace, request.filter), model=self.model,
-                              communities=getattr(self.kb, "communities_config", None))
+        context = self._context(request)
         queries: tuple = (PlannedQuery(request.query, filter=None),)
         hits: tuple = ()
         traces: list[StepTrace] = []
@@ -126,6 +126,20 @@ class Recipe:
         if request.limit is not None:
             final = HitList(final[: request.limit])
         return RetrievalResult(final, self._trace(request, traces, len(final), started))
+
+    def _context(self, request: Request) -> StepContext:
+        return StepContext(recipe_id=self.id, namespace=self.kb.namespace, request=request, state=self.kb.state,
+                           knowledge=KnowledgeBinding(self.kb.reader, self.kb.namespace, request.filter),
+                           model=self.model, communities=getattr(self.kb, "_communities", None),
+                           concurrency=self.concurrency)
+
+    def plan(self, query: str):
+        """The global-search preflight (reports, batches, input characters, calls) without any model call."""
+        request = Request.build(query)
+        for step in self.steps:
+            if step.kind == "global-search":
+                return step.plan(self._context(request), request.query)
+        raise RetrievalConfigError(f'Recipe "{self.id}" has no global-search step to plan.', code="invalid_step_order")
 
     _runs = itertools.count(1)
 

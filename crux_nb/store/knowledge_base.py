@@ -24,7 +24,8 @@ def _check_name(owner: str, name: str, value: Any) -> str:
     return value
 
 
-def knowledge_base(*, id: str = "kb", namespace: str | None = None, chunk_size: int = DEFAULT_CHUNK_SIZE) -> KnowledgeBase:
+def knowledge_base(*, id: str = "kb", namespace: str | None = None, chunk_size: int = DEFAULT_CHUNK_SIZE,
+                   communities: Any = None) -> KnowledgeBase:
     """Create an empty knowledge base.
 
     >>> import crux_nb
@@ -35,7 +36,10 @@ def knowledge_base(*, id: str = "kb", namespace: str | None = None, chunk_size: 
     """
     _check_name("knowledge_base()", "id", id)
     namespace = id if namespace is None else _check_name("knowledge_base()", "namespace", namespace)
-    return KnowledgeBase(id=id, namespace=namespace, chunk_size=check_chunk_size(chunk_size))
+    kb = KnowledgeBase(id=id, namespace=namespace, chunk_size=check_chunk_size(chunk_size))
+    if communities is not None:
+        kb.configure_communities(communities)
+    return kb
 
 
 class KnowledgeBase:
@@ -52,6 +56,8 @@ class KnowledgeBase:
         self._state = state or KBState()
         self._lock = threading.RLock()
         self._reader = None
+        self.communities_config = None
+        self._communities = None
 
     # ----------------------------------------------------------------- frames
     @property
@@ -140,6 +146,37 @@ class KnowledgeBase:
         """Add or update entities: ``entity_id``, ``canonical_name``; optional ``type``, ``aliases``, ``description``."""
         self._commit(lambda s: with_entities(s, frame))
 
+    def extract_entities(self, model: Any = None, *, batch_chars: int = 12_000, progress: bool | None = None,
+                         executor: Any = None):
+        """Extract entities and relations with ``model`` (offline by default) into ``mentions`` and
+        ``related`` edges; only new or changed sources are sent to the model."""
+        from ..extract import extract_entities
+
+        return extract_entities(self, model, batch_chars=batch_chars, progress=progress, executor=executor)
+
+    # ------------------------------------------------------------ communities
+    def configure_communities(self, config: Any) -> None:
+        """Attach a communities configuration (``crux_nb.communities(model=...)``)."""
+        from ..community.config import CommunitiesConfig
+        from ..community.surface import CommunitySurface
+
+        if not isinstance(config, CommunitiesConfig):
+            raise ParameterError("knowledge_base()", "communities", "a configuration from crux_nb.communities(model=...)",
+                                 config)
+        self.communities_config = config
+        self._communities = CommunitySurface(self, config)
+
+    @property
+    def communities(self):
+        """The communities surface: ``status()``, ``prepare()``, ``reports()``, frames and the tree."""
+        if self._communities is None:
+            from ..errors import CruxError
+
+            raise CruxError(f"knowledge base {self.id!r} has no communities configured.", code="communities_missing",
+                            hint="pass communities=crux_nb.communities(model=...) to crux_nb.knowledge_base(), "
+                                 "or call kb.configure_communities(...).")
+        return self._communities
+
     # ---------------------------------------------------------------- reading
     @property
     def reader(self):
@@ -151,11 +188,13 @@ class KnowledgeBase:
                 self._reader = GraphReader(self._state, namespace=self.namespace)
             return self._reader
 
-    def recipe(self, steps: list | None = None, *, id: str | None = None, model: Any = None):
-        """A retrieval recipe bound to this knowledge base (one ``retrieve()`` step by default)."""
+    def recipe(self, steps: list | None = None, *, id: str | None = None, model: Any = None, concurrency: int = 4):
+        """A retrieval recipe bound to this knowledge base (one ``retrieve()`` step by default).
+
+        ``concurrency`` bounds the model calls a step may run at once (global-search map batches)."""
         from ..retrieval.recipe import Recipe
 
-        return Recipe.bind(self, steps=steps, id=id, model=model)
+        return Recipe.bind(self, steps=steps, id=id, model=model, concurrency=concurrency)
 
     def save(self, path: str | os.PathLike) -> str:
         """Save as a new generation of Parquet files; returns the generation id."""

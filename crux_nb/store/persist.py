@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import NotFoundError, StorageError
-from ..schema import JSON_COLUMNS, SCHEMAS, coerce, frozen_metadata
+from ..schema import JSON_COLUMNS, SCHEMAS, TUPLE_COLUMNS, coerce, frozen_metadata
 from .lease import Lease
 from .state import KBState
 
@@ -77,7 +77,7 @@ def _from_storable(frame: pd.DataFrame, table: str) -> pd.DataFrame:
     out = frame.copy()
     for column in JSON_COLUMNS.get(table, ()):
         values = [json.loads(v) for v in out[column]]
-        if column == "aliases":
+        if column in TUPLE_COLUMNS:
             values = [tuple(v) for v in values]
         else:
             values = [frozen_metadata(v) for v in values]
@@ -166,10 +166,11 @@ def current_generation(path: str | os.PathLike) -> str:
     return generation
 
 
-def open_knowledge_base(path: str | os.PathLike, *, verify: bool = True):
+def open_knowledge_base(path: str | os.PathLike, *, verify: bool = True, communities: Any = None):
     """Open a saved knowledge base at its current generation.
 
-    ``verify`` checks every table's SHA-256 against the manifest first.
+    ``verify`` checks every table's SHA-256 against the manifest first; ``communities`` attaches a
+    communities configuration (saved communities and reports are read either way).
     """
     from .knowledge_base import KnowledgeBase
 
@@ -191,7 +192,10 @@ def open_knowledge_base(path: str | os.PathLike, *, verify: bool = True):
     for table in SCHEMAS:
         frames[table] = _read_table(root, folder, generation, table, tables.get(table), verify=verify)
     state = KBState(**frames)
-    return KnowledgeBase(id=meta["id"], namespace=meta["namespace"], chunk_size=meta["chunk_size"], state=state)
+    kb = KnowledgeBase(id=meta["id"], namespace=meta["namespace"], chunk_size=meta["chunk_size"], state=state)
+    if communities is not None:
+        kb.configure_communities(communities)
+    return kb
 
 
 def _read_table(root: Path, folder: Path, generation: str, table: str, entry: Any, *, verify: bool) -> pd.DataFrame:

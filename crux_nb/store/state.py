@@ -33,6 +33,12 @@ class KBState:
     entities: pd.DataFrame = field(default_factory=lambda: empty_frame("entities"))
     edges: pd.DataFrame = field(default_factory=lambda: empty_frame("edges"))
     edge_evidence: pd.DataFrame = field(default_factory=lambda: empty_frame("edge_evidence"))
+    extractions: pd.DataFrame = field(default_factory=lambda: empty_frame("extractions"))
+    community_generations: pd.DataFrame = field(default_factory=lambda: empty_frame("community_generations"))
+    communities: pd.DataFrame = field(default_factory=lambda: empty_frame("communities"))
+    community_members: pd.DataFrame = field(default_factory=lambda: empty_frame("community_members"))
+    reports: pd.DataFrame = field(default_factory=lambda: empty_frame("reports"))
+    report_findings: pd.DataFrame = field(default_factory=lambda: empty_frame("report_findings"))
     version: int = 0
 
     @cached_property

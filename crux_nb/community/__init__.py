@@ -1,0 +1,1 @@
+"""Communities: hierarchical Leiden over the knowledge graph, reports, lifecycle."""

@@ -1,0 +1,76 @@
+"""``crux_nb.communities(model=...)``: the communities configuration and its strategy fingerprint."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from .._hashing import stable_hash
+from ..errors import ParameterError
+from .cluster import LEAF_BUDGET, MAX_CHILDREN
+
+ALGORITHM = "hierarchical-leiden-v1"
+PARENT_BUDGET = 96_000
+CHILD_CONTRIBUTION = 2_000
+MODEL_METHODS = ("extract", "write_report", "map_findings", "rate")
+
+
+@dataclass(frozen=True)
+class CommunitiesConfig:
+    """How communities are built: the report model, Leiden's resolution and seed, the budgets."""
+
+    model: Any
+    id: str = "communities"
+    resolution: float = 1.0
+    seed: int = 0
+    max_children: int = MAX_CHILDREN
+
+    def __post_init__(self) -> None:
+        owner = "communities()"
+        model = self.model
+        if model is None:
+            raise ParameterError(owner, "model", "a knowledge model (e.g. crux_nb.models.OfflineModel())", model,
+                                 hint="Communities require a knowledge model.")
+        missing = [m for m in MODEL_METHODS if not callable(getattr(model, m, None))]
+        if missing:
+            raise ParameterError(owner, "model", f"a model with the methods {', '.join(MODEL_METHODS)}", model,
+                                 hint=f"the model lacks {', '.join(missing)}.")
+        for attr in ("name", "fingerprint"):
+            value = getattr(model, attr, None)
+            if not isinstance(value, str) or not value.strip():
+                raise ParameterError(owner, f"model.{attr}", "a non-empty string", value)
+        if not isinstance(self.id, str) or not self.id.strip() or ":" in self.id:
+            raise ParameterError(owner, "id", "a non-empty string without ':'", self.id)
+        r = self.resolution
+        if isinstance(r, bool) or not isinstance(r, (int, float)) or not math.isfinite(r) or r <= 0:
+            raise ParameterError(owner, "resolution", "a positive finite number", r)
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ParameterError(owner, "seed", "a non-negative integer", self.seed)
+        if isinstance(self.max_children, bool) or not isinstance(self.max_children, int) or self.max_children < 2:
+            raise ParameterError(owner, "max_children", "an integer >= 2", self.max_children)
+        object.__setattr__(self, "resolution", float(r))
+
+    @property
+    def strategy_fingerprint(self) -> str:
+        """Changes whenever reports could change: model, algorithm, resolution, seed, budgets (not the id)."""
+        return stable_hash({"version": 1, "algorithm": ALGORITHM,
+                            "model": {"name": self.model.name, "fingerprint": self.model.fingerprint},
+                            "resolution": self.resolution, "seed": self.seed, "max_children": self.max_children,
+                            "budgets": {"leaf": LEAF_BUDGET, "parent": PARENT_BUDGET,
+                                        "child_contribution": CHILD_CONTRIBUTION}})
+
+    def __repr__(self) -> str:
+        return (f"communities(model={self.model.name!r}, id={self.id!r}, resolution={self.resolution}, "
+                f"seed={self.seed})")
+
+
+def communities(*, model: Any, id: str = "communities", resolution: float = 1.0, seed: int = 0,
+                max_children: int = MAX_CHILDREN) -> CommunitiesConfig:
+    """Configure communities for ``crux_nb.knowledge_base(..., communities=...)``.
+
+    >>> from crux_nb.models import OfflineModel
+    >>> communities(model=OfflineModel())
+    communities(model='offline', id='communities', resolution=1.0, seed=0)
+    """
+    return CommunitiesConfig(model=model, id=id, resolution=resolution, seed=seed, max_children=max_children)

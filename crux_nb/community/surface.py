@@ -1,0 +1,222 @@
+"""``kb.communities``: status, prepare, reports and frames of one community scope.
+
+Lifecycle (upstream section 5.5): ``missing`` (never built), ``building`` (a
+build is running), ``ready`` (the current generation was built from exactly the
+current input with the current strategy) and ``stale`` (sources, the graph or
+the strategy changed since). ``prepare()`` builds and publishes a new
+generation in one commit; a failure leaves the previous generation current.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import pandas as pd
+
+from .._hashing import stable_hash
+from ..errors import ParameterError
+from .config import CommunitiesConfig
+from .frames import (CommunityReport, generation_frames, input_fingerprint, read_reports, reusable_reports,
+                     with_generation)
+
+Status = Literal["missing", "building", "ready", "stale"]
+CORPUS = "corpus"
+
+
+@dataclass(frozen=True)
+class PrepareResult:
+    generation_id: str
+    status: str
+    communities: int
+    reports_written: int
+    reports_reused: int
+    calls: int
+    call_log: Any = None
+
+    def __repr__(self) -> str:
+        return (f"PrepareResult(generation_id={self.generation_id!r}, communities={self.communities}, "
+                f"reports_written={self.reports_written}, reports_reused={self.reports_reused}, calls={self.calls})")
+
+
+@dataclass(frozen=True)
+class ReportPage:
+    reports: tuple[CommunityReport, ...]
+    cursor: str | None = None
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame([{"community_id": r.community_id, "level": r.level, "parent_id": r.parent_id,
+                              "title": r.title, "findings": len(r.findings), "n_chunks": r.n_chunks}
+                             for r in self.reports],
+                            columns=["community_id", "level", "parent_id", "title", "findings", "n_chunks"])
+
+
+class CommunitySurface:
+    """Communities of one scope of a knowledge base (the whole corpus, or a view revision)."""
+
+    def __init__(self, kb: Any, config: CommunitiesConfig, *, scope: str = CORPUS,
+                 visible_sources: Any = None, view: tuple[str | None, str | None] = (None, None)):
+        self.kb = kb
+        self.config = config
+        self.scope = scope
+        self._visible = visible_sources  # None = every source; else a callable state -> set of source ids
+        self.view = view
+        self._lock = threading.Lock()
+        self._building = False
+
+    # ------------------------------------------------------------ inspection
+    def _sources(self, state: Any) -> set[str] | None:
+        return None if self._visible is None else self._visible(state)
+
+    def _pointer(self, state: Any) -> dict | None:
+        rows = state.community_generations[state.community_generations["scope"] == self.scope]
+        return None if rows.empty else rows.iloc[0].to_dict()
+
+    @property
+    def generation_id(self) -> str | None:
+        pointer = self._pointer(self.kb.state)
+        return None if pointer is None else pointer["generation_id"]
+
+    def visible_sources(self, state: Any | None = None) -> set[str]:
+        state = self.kb.state if state is None else state
+        sources = self._sources(state)
+        return set(state.documents["source_id"]) if sources is None else set(sources)
+
+    def pointer(self) -> dict | None:
+        """The current generation's pointer row (generation id, fingerprints, source hashes), or None."""
+        return self._pointer(self.kb.state)
+
+    def status(self) -> Status:
+        if self._building:
+            return "building"
+        state = self.kb.state
+        pointer = self._pointer(state)
+        if pointer is None:
+            return "missing"
+        if pointer["strategy_fingerprint"] != self.config.strategy_fingerprint:
+            return "stale"
+        if pointer["input_fingerprint"] != input_fingerprint(state, self._sources(state)):
+            return "stale"
+        return "ready"
+
+    # ----------------------------------------------------------------- build
+    def prepare(self, *, force: bool = False, progress: bool | None = None, executor: Any = None) -> PrepareResult:
+        """Build and publish communities and reports unless they are ready (``force`` rebuilds anyway)."""
+        from ..models import CallLog
+
+        if not isinstance(force, bool):
+            raise ParameterError("communities.prepare()", "force", "a boolean", force)
+        with self._lock:
+            if not force and self.status() == "ready":
+                return PrepareResult(self.generation_id, "ready", self._count(), 0, 0, 0)
+            self._building = True
+            try:
+                log = CallLog()
+                self._ensure_entity_graph(progress)
+                return self._build(log, force=force, progress=progress, executor=executor)
+            finally:
+                self._building = False
+
+    def _ensure_entity_graph(self, progress: bool | None) -> None:
+        """Run the model's extraction (incrementally) unless the graph's mentions were authored elsewhere."""
+        edges = self.kb.state.edges
+        authored = ((edges["type"] == "mentions") & (edges["stage"] != "entities")).any()
+        if not authored:
+            self.kb.extract_entities(self.config.model, progress=progress)
+
+    def _build(self, log: Any, *, force: bool, progress: bool | None, executor: Any) -> PrepareResult:
+        from .cluster import cluster
+        from .graph_input import build_graph
+        from .reports import write_reports
+
+        state = self.kb.state
+        sources = self._sources(state)
+        input_fp = input_fingerprint(state, sources)
+        strategy = self.config.strategy_fingerprint
+        comms = cluster(build_graph(state, sources), resolution=self.config.resolution, seed=self.config.seed,
+                        max_children=self.config.max_children)
+        chunk_text = dict(zip(state.chunks["ref"], state.chunks["content"]))
+        entities = {r: (n, d) for r, n, d in zip(state.entities["ref"], state.entities["canonical_name"],
+                                                  state.entities["description"])}
+        reusable = reusable_reports(state, strategy)
+        reports, written = write_reports(comms, model=self.config.model, chunk_text=chunk_text, entities=entities,
+                                         reusable=reusable, log=log, executor=executor, progress=progress)
+        previous = self._pointer(state)
+        sequence = 1 if previous is None else int(previous["sequence"]) + 1
+        generation_id = "cg-" + stable_hash({"scope": self.scope, "input": input_fp, "strategy": strategy,
+                                             "previous": None if previous is None else previous["generation_id"],
+                                             "force": force})
+        docs = state.documents
+        hashes = {s: h for s, h in zip(docs["source_id"], docs["content_hash"]) if sources is None or s in sources}
+        frames = generation_frames(self.scope, generation_id, comms, reports, input_fp=input_fp, strategy_fp=strategy,
+                                   view=self.view, sequence=sequence, source_hashes=hashes)
+        self.kb._commit(lambda current: with_generation(current, self.scope, frames))
+        return PrepareResult(generation_id, self.status(), len(comms), written, len(comms) - written, len(log), log)
+
+    def _count(self) -> int:
+        c = self.kb.state.communities
+        return int((c["scope"] == self.scope).sum())
+
+    # --------------------------------------------------------------- reading
+    def reports(self, *, level: int | None = None, parent_id: str | None = None, cursor: str | None = None,
+                limit: int | None = None) -> ReportPage:
+        """Reports of the current generation (prepared first if needed), sorted by (level, id).
+
+        ``parent_id`` lists that parent's children; ``level`` one level; ``cursor`` continues after a
+        community id; ``limit`` caps the page (the next cursor is set only if more remain).
+        """
+        owner = "communities.reports()"
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+            raise ParameterError(owner, "limit", "a positive integer or None", limit)
+        if level is not None and (isinstance(level, bool) or not isinstance(level, int) or level < 0):
+            raise ParameterError(owner, "level", "a non-negative integer or None", level)
+        self.prepare()
+        reports = read_reports(self.kb.state, self.scope)
+        if parent_id is not None:
+            reports = [r for r in reports if r.parent_id == parent_id]
+        elif level is not None:
+            reports = [r for r in reports if r.level == level]
+        if cursor is not None:
+            reports = [r for r in reports if (r.level, r.community_id) > self._position(cursor)]
+        more = limit is not None and len(reports) > limit
+        page = reports[:limit] if limit is not None else reports
+        return ReportPage(tuple(page), page[-1].community_id if more else None)
+
+    def _position(self, cursor: str) -> tuple[int, str]:
+        frame = self.frame("communities")
+        match = frame[frame["community_id"] == cursor]
+        if match.empty:
+            raise ParameterError("communities.reports()", "cursor", "a community id from a previous page", cursor)
+        return int(match["level"].iloc[0]), cursor
+
+    def frame(self, table: str) -> pd.DataFrame:
+        """One community table of the current generation (``communities``, ``community_members``,
+        ``reports``, ``report_findings``)."""
+        frame = self.kb.state.frame(table)
+        return frame[frame["scope"] == self.scope].drop(columns=["scope"]).reset_index(drop=True)
+
+    @property
+    def communities(self) -> pd.DataFrame:
+        return self.frame("communities")
+
+    def tree(self):
+        """The hierarchy as a networkx DiGraph (parent → child), nodes carrying level, kind and title."""
+        import networkx as nx
+
+        graph = nx.DiGraph()
+        titles = dict(zip(self.frame("reports")["community_id"], self.frame("reports")["title"]))
+        for row in self.communities.itertuples(index=False):
+            graph.add_node(row.community_id, level=int(row.level), kind=row.kind, title=titles.get(row.community_id),
+                           n_chunks=int(row.n_chunks))
+            if isinstance(row.parent_id, str):
+                graph.add_edge(row.parent_id, row.community_id)
+        return graph
+
+    def __repr__(self) -> str:
+        return f"Communities(id={self.config.id!r}, scope={self.scope!r}, status={self.status()!r}, communities={self._count()})"
+
+    def _repr_html_(self) -> str:
+        from ..display.html import communities_html
+
+        return communities_html(self)

@@ -1,0 +1,132 @@
+"""Building the entity graph from per-source extraction outputs (pure; no model calls).
+
+Every source's validated output ``{entities, mentions, related}`` is kept in the
+``extractions`` table; the ``entities`` stage of the graph is rebuilt from all of
+them, so the graph is the same whether a source was extracted now or earlier.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from dataclasses import replace
+from typing import Any
+
+import pandas as pd
+
+from .._hashing import stable_hash, stable_id
+from ..refs import EntityRef, encode_ref
+from ..schema import coerce, empty_frame
+
+STAGE = "entities"
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def entity_id_for(name: str) -> str:
+    """A readable, stable entity id: the name's words, case-folded, joined by ``-``.
+
+    >>> entity_id_for("  Priya   Raman ")
+    'priya-raman'
+    >>> entity_id_for("Beacon 3.0")
+    'beacon-3-0'
+    """
+    words = _WORD.findall(name.casefold())
+    return "-".join(words) if words else f"e-{stable_hash(name.strip(), length=12)}"
+
+
+class _Entity:
+    def __init__(self) -> None:
+        self.names: Counter[str] = Counter()
+        self.aliases: set[str] = set()
+        self.types: Counter[str] = Counter()
+        self.descriptions: list[str] = []
+
+
+def build_entity_frames(outputs: list[tuple[str, dict[str, Any]]], chunk_sources: dict[str, str]):
+    """(entities, edges, evidence) frames for the ``entities`` stage from ``(source_id, output)`` pairs."""
+    entities: dict[str, _Entity] = defaultdict(_Entity)
+    mentions: set[tuple[str, str]] = set()
+    related: dict[tuple[str, str], dict[str, Any]] = {}
+    for _source, output in outputs:
+        lookup = {}
+        for ent in output.get("entities", []):
+            eid = entity_id_for(ent["name"])
+            record = entities[eid]
+            record.names[ent["name"]] += 1
+            record.aliases.update(a for a in ent.get("aliases", []) if a)
+            if ent.get("type"):
+                record.types[ent["type"]] += 1
+            if ent.get("description"):
+                record.descriptions.append(ent["description"])
+            for label in (ent["name"], *ent.get("aliases", [])):
+                lookup.setdefault(label.casefold(), eid)
+        resolve = lambda name: lookup.get(name.casefold()) or entity_id_for(name)  # noqa: E731
+        for m in output.get("mentions", []):
+            if m["chunk_id"] in chunk_sources:
+                eid = resolve(m["name"])
+                entities[eid].names[m["name"]] += 0  # known even if not listed among entities
+                mentions.add((m["chunk_id"], eid))
+        for r in output.get("related", []):
+            a, b = sorted((resolve(r["from"]), resolve(r["to"])))
+            chunks = [c for c in r.get("chunk_ids", []) if c in chunk_sources]
+            if a == b or not chunks:
+                continue
+            entry = related.setdefault((a, b), {"chunks": set(), "description": None})
+            entry["chunks"].update(chunks)
+            if entry["description"] is None and r.get("description"):
+                entry["description"] = r["description"]
+    return _entity_frame(entities), *_edge_frames(mentions, related, chunk_sources)
+
+
+def _entity_frame(entities: dict[str, _Entity]) -> pd.DataFrame:
+    rows = []
+    for eid in sorted(entities):
+        rec = entities[eid]
+        # canonical name: the most frequent display form; ties go to the longest, then code-point order
+        canonical = sorted(rec.names.items(), key=lambda kv: (-kv[1], -len(kv[0]), kv[0]))[0][0]
+        aliases = sorted((rec.aliases | set(rec.names)) - {canonical})
+        kind = sorted(rec.types.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] if rec.types else None
+        rows.append({"entity_id": eid, "ref": encode_ref(EntityRef(eid)), "canonical_name": canonical,
+                     "type": kind, "aliases": tuple(aliases),
+                     "description": rec.descriptions[0] if rec.descriptions else None})
+    return coerce(pd.DataFrame(rows), "entities") if rows else empty_frame("entities")
+
+
+def _edge_frames(mentions, related, chunk_sources):
+    edges, evidence = [], []
+    for chunk, eid in sorted(mentions):
+        ent = encode_ref(EntityRef(eid))
+        edge_id = stable_id("edge", {"type": "mentions", "from": chunk, "to": ent, "direction": "directed", "stage": STAGE})
+        edges.append({"edge_id": edge_id, "type": "mentions", "from_ref": chunk, "to_ref": ent, "direction": "directed",
+                      "description": None, "weight": 1.0, "stage": STAGE})
+        evidence.append({"edge_id": edge_id, "source_id": chunk_sources[chunk], "chunk_ref": chunk, "provenance": "derived"})
+    for (a, b), entry in sorted(related.items()):
+        ra, rb = encode_ref(EntityRef(a)), encode_ref(EntityRef(b))
+        ra, rb = sorted((ra, rb))
+        edge_id = stable_id("edge", {"type": "related", "from": ra, "to": rb, "direction": "symmetric", "stage": STAGE})
+        edges.append({"edge_id": edge_id, "type": "related", "from_ref": ra, "to_ref": rb, "direction": "symmetric",
+                      "description": entry["description"], "weight": float(len(entry["chunks"])), "stage": STAGE})
+        evidence += [{"edge_id": edge_id, "source_id": chunk_sources[c], "chunk_ref": c, "provenance": "derived"}
+                     for c in sorted(entry["chunks"])]
+    edge_frame = coerce(pd.DataFrame(edges), "edges") if edges else empty_frame("edges")
+    ev_frame = coerce(pd.DataFrame(evidence), "edge_evidence") if evidence else empty_frame("edge_evidence")
+    return edge_frame, ev_frame
+
+
+def with_entity_stage(state: Any, entities: pd.DataFrame, edges: pd.DataFrame, evidence: pd.DataFrame,
+                      extractions: pd.DataFrame) -> Any:
+    """Replace the ``entities`` stage of ``state`` (other stages' edges are kept)."""
+    other = state.edges[state.edges["stage"] != STAGE]
+    other_ev = state.edge_evidence[state.edge_evidence["edge_id"].isin(other["edge_id"])]
+    all_edges = pd.concat([other, edges], ignore_index=True).sort_values("edge_id", kind="stable")
+    all_ev = pd.concat([other_ev, evidence], ignore_index=True).sort_values(["edge_id", "chunk_ref", "provenance"],
+                                                                            kind="stable")
+    used = set(all_edges["from_ref"]) | set(all_edges["to_ref"])
+    kept = state.entities[state.entities["ref"].isin(used) & ~state.entities["entity_id"].isin(entities["entity_id"])]
+    extracted = entities[entities["ref"].isin(used)]
+    all_entities = pd.concat([kept, extracted], ignore_index=True).sort_values("entity_id", kind="stable")
+    return replace(state, edges=coerce(all_edges, "edges"), edge_evidence=coerce(all_ev, "edge_evidence"),
+                   entities=coerce(all_entities, "entities"), extractions=coerce(extractions, "extractions"),
+                   version=state.version + 1)
+
+

@@ -1,0 +1,196 @@
+"""``global_search``: map–reduce over community reports (upstream section 4, with DESIGN 4.2, 4.4, 4.8).
+
+Run order: reject request filters; resolve freshness (exact, compensated,
+raw-fallback, materialization-wait); resolve detail; select units (all, or a
+model-rated adaptive descent); pack batches under 24,000 characters; preflight
+and admission (the 32-call ceiling or the request's ``admit`` hook); one map
+call per batch with one repair; a deterministic reduce to finding hits.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..errors import ParameterError, RetrievalRunError
+from .gs_map import MAX_CALLS, AdaptiveTrace, Batch, candidates, descend, pack, reduce
+from .gs_units import Freshness, Unit, auto_detail, resolve, select_detail, total_chars
+from .knowledge import KnowledgeTrace
+from .steps import Step, check_int
+from .types import StepContext, StepInput, StepOutput
+
+__all__ = ["GlobalSearchStep", "global_search", "Preflight"]
+
+NEEDS_COMMUNITIES = ("global_search() requires connected knowledge communities. Configure "
+                     "crux_nb.knowledge_base(..., communities=crux_nb.communities(model=...)) and run it through "
+                     "kb.recipe(...) or view.recipe(...).")
+
+
+@dataclass(frozen=True)
+class Preflight:
+    """The cost of a run before any map call: reports, batches, input characters, calls."""
+
+    reports: int
+    batches: int
+    input_chars: int
+    calls: int
+    coverage: str = ""
+    detail: str = ""
+    scan: str = ""
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": "global-search", "reports": self.reports, "batches": self.batches,
+                "input_chars": self.input_chars, "calls": self.calls}
+
+
+@dataclass(frozen=True)
+class Selection:
+    freshness: Freshness
+    detail: str
+    available: tuple[Unit, ...]
+    selected: tuple[Unit, ...]
+    batches: tuple[Batch, ...]
+    adaptive: AdaptiveTrace | None
+    truncations: tuple[dict, ...]
+
+
+@dataclass(frozen=True, repr=False)
+class GlobalSearchStep(Step):
+    model: Any = None
+    scan: Literal["all", "adaptive"] = "all"
+    detail: Literal["auto", "overview", "detailed"] = "auto"
+    limit: int = 20
+    id: str = "global-search"
+    kind: str = "global-search"
+    phase: tuple[str, str] = ("queries", "hits")
+    needs_model: bool = True
+    factory = "global_search"
+
+    def __post_init__(self) -> None:
+        owner = "global_search()"
+        from ..community.config import MODEL_METHODS
+
+        if self.model is None or not all(callable(getattr(self.model, m, None)) for m in MODEL_METHODS):
+            raise ParameterError(owner, "model", "a knowledge model (e.g. crux_nb.models.OfflineModel())", self.model)
+        if self.scan not in ("all", "adaptive"):
+            raise ParameterError(owner, "scan", "'all' or 'adaptive'", self.scan)
+        if self.detail not in ("auto", "overview", "detailed"):
+            raise ParameterError(owner, "detail", "'auto', 'overview' or 'detailed'", self.detail)
+        object.__setattr__(self, "limit", check_int(owner, "limit", self.limit, minimum=1))
+
+    def config(self) -> dict[str, Any]:
+        return {"model": self.model.name, "scan": self.scan, "detail": self.detail, "limit": self.limit}
+
+    # ----------------------------------------------------------------- plan
+    def select(self, context: StepContext, query: str, *, wait: bool, rate: Any = None) -> Selection:
+        surface = context.communities
+        freshness = resolve(surface, wait=wait)
+        detail = self.detail
+        if detail == "auto":
+            detail = auto_detail(query=query, generations=freshness.generations,
+                                 strategy=surface.config.strategy_fingerprint, model_fingerprint=self.model.fingerprint,
+                                 scan=self.scan, limit=self.limit)
+        available = select_detail(list(freshness.units), detail)
+        adaptive, truncations = None, ()
+        if self.scan == "adaptive" and rate is not None:
+            visited, adaptive, cut = descend(list(freshness.units), rate, max_calls=MAX_CALLS)
+            selected = [u for u in available if u.community_id in visited]
+            truncations = tuple(cut)
+        else:
+            selected = available
+        return Selection(freshness, detail, tuple(available), tuple(selected), tuple(pack(selected)), adaptive,
+                         truncations)
+
+    def plan(self, context: StepContext, query: str) -> Preflight:
+        """The preflight without any model call (adaptive: the scan-all upper bound)."""
+        _check_binding(context)
+        sel = self.select(context, query, wait=False)
+        note = "adaptive: upper bound (scan all); rating calls not included" if self.scan == "adaptive" else ""
+        if sel.freshness.coverage == "materialization-wait":
+            note = "communities are not ready and current evidence exceeds one batch: call kb.communities.prepare()"
+        return Preflight(len(sel.selected), len(sel.batches), sum(b.input_chars for b in sel.batches), len(sel.batches),
+                         sel.freshness.coverage, sel.detail, self.scan, note)
+
+    # ------------------------------------------------------------------ run
+    def run(self, input: StepInput, context: StepContext) -> StepOutput:
+        from ..models import CallLog, call_task
+
+        _check_binding(context)
+        if context.request.filter is not None:
+            raise RetrievalRunError("global_search() does not accept request filters. Create a typed knowledge view "
+                                    "and call view.recipe(...) instead.", code="filter_rejected",
+                                    hint="kb.view(id=..., where={...}).recipe(steps=[global_search(...)])")
+        query = "\n".join(q.query for q in input.queries)
+        log = CallLog()
+
+        def rate(units: list[Unit], k: int) -> dict[str, float]:
+            out = call_task(self.model, "rate", query, [u.payload() for u in units],
+                            prompt_id=f"globalSearch:rate:{k + 1}", log=log)
+            return {r["community_id"]: r["rating"] for r in out["ratings"]}
+
+        sel = self.select(context, query, wait=True, rate=rate)
+        preflight = Preflight(len(sel.selected), len(sel.batches), sum(b.input_chars for b in sel.batches),
+                              len(sel.batches), sel.freshness.coverage, sel.detail, self.scan)
+        _admit(context, preflight)
+        outputs = self._map(query, sel.batches, log, context.concurrency)
+        cands = [c for out in outputs for c in candidates(out)]
+        hits = reduce(cands, list(sel.freshness.units), namespace=context.namespace, limit=self.limit)
+        trace = KnowledgeTrace(
+            contributor="global-search", coverage=sel.freshness.coverage, coverage_basis=sel.freshness.basis,
+            generations=sel.freshness.generations, view=_view(context), scan=self.scan, detail=sel.detail,
+            available={"reports": len(sel.available), "findings": sum(len(u.findings) for u in sel.available)},
+            processed={"reports": len(sel.selected), "findings": sum(len(u.findings) for u in sel.selected)},
+            adaptive=sel.adaptive, preflight=preflight.to_dict(), truncations=sel.truncations, calls=log)
+        details = {"units": sel.freshness.units, "batches": sel.batches, "excluded": sel.freshness.excluded,
+                   "selected": tuple(u.community_id for u in sel.selected)}
+        return StepOutput(hits=tuple(hits), knowledge=trace, details=details)
+
+    def _map(self, query: str, batches: tuple[Batch, ...], log: Any, concurrency: int) -> list[dict]:
+        from ..models import call_task
+
+        def one(batch: Batch) -> dict:
+            issued = frozenset(f.id for u in batch.units for f in u.findings)
+            return call_task(self.model, "map_findings", query, [u.payload() for u in batch.units],
+                             prompt_id=f"globalSearch:batch:{batch.index + 1}", issued_ids=issued, log=log)
+
+        if len(batches) < 2 or concurrency < 2:
+            return [one(b) for b in batches]
+        with ThreadPoolExecutor(min(concurrency, len(batches))) as pool:
+            return list(pool.map(one, batches))  # results in batch order, whatever finishes first
+
+
+def _check_binding(context: StepContext) -> None:
+    if context.communities is None:
+        raise RetrievalRunError(NEEDS_COMMUNITIES, code="missing_communities")
+
+
+def _view(context: StepContext) -> dict | None:
+    view = getattr(context.communities, "view", (None, None))
+    return None if view[0] is None else {"id": view[0], "view_revision": view[1]}
+
+
+def _admit(context: StepContext, preflight: Preflight) -> None:
+    admit = context.request.admit
+    if admit is not None:
+        if admit(preflight.to_dict()) is False:
+            raise RetrievalRunError("global_search() was rejected by the request admission hook before map calls.",
+                                    code="admission_rejected")
+        return
+    if preflight.calls > MAX_CALLS:
+        raise RetrievalRunError(
+            f"global_search() estimated {preflight.calls} map calls for {preflight.reports} reports, above the "
+            f"{MAX_CALLS} call ceiling. Remedies: use detail='overview', use scan='adaptive', or search a narrower view.",
+            code="call_ceiling", hint="or pass admit=lambda estimate: True to accept the cost.")
+
+
+def global_search(*, model: Any, scan: Literal["all", "adaptive"] = "all",
+                  detail: Literal["auto", "overview", "detailed"] = "auto", limit: int = 20) -> GlobalSearchStep:
+    """Map community reports to finding hits for a question about the whole corpus (or a view).
+
+    >>> from crux_nb.models import OfflineModel
+    >>> global_search(model=OfflineModel(), scan="adaptive", limit=12)
+    global_search(model='offline', scan='adaptive', detail='auto', limit=12)
+    """
+    return GlobalSearchStep(model=model, scan=scan, detail=detail, limit=limit)

@@ -1,0 +1,177 @@
+"""Global search units: reports and raw chunks as mappable units, freshness resolution and detail.
+
+A unit is one report (or one raw chunk) with its findings. Freshness follows
+upstream's order: ``exact`` (communities ready), ``compensated`` (an older
+generation minus reports touching removed or changed sources, plus raw units
+for added sources, within one batch), ``raw-fallback`` (every visible chunk
+fits one batch) and ``materialization-wait`` (build, then read).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from .._hashing import stable_hash
+from ..refs import ChunkRef, KnowledgeRef, encode_ref
+from .hits import Lineage
+
+BATCH_BUDGET = 24_000
+BASIS = {
+    "exact": "current community generation matched the pinned read surface",
+    "compensated": "older community generation plus direct mapping over added sources",
+    "compensated-removals": "older community generation without reports holding removed or changed sources, "
+                            "plus direct mapping over added sources",
+    "raw-fallback": "direct mapping over current evidence because no usable community generation was available",
+    "materialization-wait": "waited for community materialization",
+}
+
+
+@dataclass(frozen=True)
+class UnitFinding:
+    id: str  # "<community_id>:<finding_id>" (raw units: "raw:<source>:<chunk>")
+    statement: str
+    supports: tuple[KnowledgeRef, ...]
+    assertion_refs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Unit:
+    community_id: str
+    generation_id: str
+    level: int
+    parent_id: str | None
+    title: str
+    summary: str
+    findings: tuple[UnitFinding, ...]
+    lineage: Lineage
+
+    @property
+    def chars(self) -> int:
+        """Upstream's measure: title + summary + every finding statement (in code points)."""
+        return len(self.title) + len(self.summary) + sum(len(f.statement) for f in self.findings)
+
+    def payload(self) -> dict[str, Any]:
+        return {"community_id": self.community_id, "level": self.level, "title": self.title, "summary": self.summary,
+                "findings": [{"id": f.id, "statement": f.statement} for f in self.findings]}
+
+
+@dataclass(frozen=True)
+class Freshness:
+    units: tuple[Unit, ...]
+    coverage: str
+    basis: str
+    generations: tuple[str, ...]
+    excluded: tuple[str, ...] = ()  # report ids dropped by compensation
+
+
+def report_units(reports: list[Any]) -> list[Unit]:
+    units = []
+    for r in reports:
+        lineage = Lineage(r.view_revision, r.generation_id, r.community_id)
+        findings = tuple(UnitFinding(f"{r.community_id}:{f.id}", f.statement, tuple(f.evidence), tuple(f.assertion_refs))
+                         for f in r.findings)
+        units.append(Unit(r.community_id, r.generation_id, r.level, r.parent_id, r.title, r.summary, findings, lineage))
+    return units
+
+
+def raw_units(state: Any, sources: set[str], generation: str) -> list[Unit]:
+    chunks = state.chunks[state.chunks["source_id"].isin(sources)]
+    units = []
+    for source_id, chunk_id, content in zip(chunks["source_id"], chunks["chunk_id"], chunks["content"]):
+        ref = ChunkRef(source_id, chunk_id)
+        uid = f"raw:{encode_ref(ref)[len('chunk:'):]}"
+        lineage = Lineage(None, generation, uid)
+        units.append(Unit(uid, generation, 0, None, source_id, content, (UnitFinding(uid, content, (ref,)),), lineage))
+    return sorted(units, key=lambda u: u.community_id)
+
+
+def total_chars(units: list[Unit]) -> int:
+    return sum(u.chars for u in units)
+
+
+def resolve(surface: Any, *, wait: bool = True) -> Freshness:
+    """Units to search and how fresh they are (see the module docstring)."""
+    from ..community.frames import read_reports
+
+    state = surface.kb.state
+    status = surface.status()
+    if status == "ready":
+        reports = read_reports(state, surface.scope)
+        return Freshness(tuple(report_units(reports)), "exact", BASIS["exact"], _generations(reports))
+    visible = surface.visible_sources(state)
+    compensated = _compensate(surface, state, visible) if status == "stale" else None
+    if compensated is not None:
+        return compensated
+    raw = raw_units(state, visible, "raw-fallback")
+    if total_chars(raw) <= BATCH_BUDGET:
+        return Freshness(tuple(raw), "raw-fallback", BASIS["raw-fallback"], ("raw-fallback",) if raw else ())
+    if not wait:
+        return Freshness((), "materialization-wait", BASIS["materialization-wait"], ())
+    surface.prepare()
+    reports = read_reports(surface.kb.state, surface.scope)
+    return Freshness(tuple(report_units(reports)), "materialization-wait", BASIS["materialization-wait"],
+                     _generations(reports))
+
+
+def _generations(reports: list[Any]) -> tuple[str, ...]:
+    return tuple(sorted({r.generation_id for r in reports}))
+
+
+def _compensate(surface: Any, state: Any, visible: set[str]) -> Freshness | None:
+    """An older generation, minus reports touching removed or changed sources, plus raw added sources."""
+    from ..community.frames import read_reports
+
+    pointer = surface.pointer()
+    if pointer is None or pointer["strategy_fingerprint"] != surface.config.strategy_fingerprint:
+        return None
+    old = json.loads(pointer["source_hashes"]) if isinstance(pointer["source_hashes"], str) else {}
+    docs = state.documents
+    current = {s: h for s, h in zip(docs["source_id"], docs["content_hash"]) if s in visible}
+    changed = {s for s in old if s in current and old[s] != current[s]}
+    removed = {s for s in old if s not in current} | changed
+    added = {s for s in current if s not in old} | changed
+    if not added and not removed:
+        return None  # the graph changed without any source changing: nothing to compensate
+    raw = raw_units(state, added, "compensated-addition")
+    if total_chars(raw) > BATCH_BUDGET:
+        return None
+    reports = read_reports(state, surface.scope)
+    excluded = _touching(surface, removed, reports)
+    kept = [r for r in reports if r.community_id not in excluded]
+    units = report_units(kept) + raw
+    generations = tuple(sorted({pointer["generation_id"], *(["compensated-addition"] if raw else [])}))
+    basis = BASIS["compensated-removals"] if removed else BASIS["compensated"]
+    return Freshness(tuple(units), "compensated", basis, generations, tuple(sorted(excluded)))
+
+
+def _touching(surface: Any, removed: set[str], reports: list[Any]) -> set[str]:
+    """Reports whose community (or a descendant) holds a chunk of a removed source."""
+    if not removed:
+        return set()
+    members = surface.frame("community_members")
+    prefixes = tuple(encode_ref(ChunkRef(s, "")) for s in removed)
+    hit = set(members[members["member_ref"].str.startswith(prefixes)]["community_id"])
+    parents = {r.community_id: r.parent_id for r in reports}
+    out = set()
+    for cid in hit:
+        while cid is not None and cid not in out:
+            out.add(cid)
+            cid = parents.get(cid)
+    return out
+
+
+def select_detail(units: list[Unit], detail: str) -> list[Unit]:
+    """``overview``: every unit that is some unit's parent; ``detailed``: all the others."""
+    parents = {u.parent_id for u in units if u.parent_id is not None}
+    chosen = [u for u in units if (u.community_id in parents) == (detail == "overview")]
+    return sorted(chosen, key=lambda u: (u.level, u.community_id))
+
+
+def auto_detail(*, query: str, generations: tuple[str, ...], strategy: str, model_fingerprint: str, scan: str,
+                limit: int) -> str:
+    """Upstream's parity rule over a stable hash: even → overview, odd → detailed."""
+    digest = stable_hash({"query": query.strip().lower(), "generations": list(generations), "strategy": strategy,
+                          "model": model_fingerprint, "scan": scan, "limit": limit}, length=64)
+    return "overview" if int(digest[-2:], 16) % 2 == 0 else "detailed"
