@@ -87,6 +87,15 @@ class CommunitySurface:
         """The current generation's pointer row (generation id, fingerprints, source hashes), or None."""
         return self._pointer(self.kb.state)
 
+    def previous_pointer(self) -> dict | None:
+        """This scope's pointer, or for a view the newest pointer of any of its revisions."""
+        own = self.pointer()
+        if own is not None or self.view[0] is None:
+            return own
+        rows = self.kb.state.community_generations
+        rows = rows[rows["view_id"] == self.view[0]]
+        return None if rows.empty else rows.sort_values("sequence").iloc[-1].to_dict()
+
     def status(self) -> Status:
         if self._building:
             return "building"
@@ -143,7 +152,8 @@ class CommunitySurface:
         reports, written = write_reports(comms, model=self.config.model, chunk_text=chunk_text, entities=entities,
                                          reusable=reusable, log=log, executor=executor, progress=progress)
         previous = self._pointer(state)
-        sequence = 1 if previous is None else int(previous["sequence"]) + 1
+        pointers = state.community_generations
+        sequence = 1 if pointers.empty else int(pointers["sequence"].max()) + 1  # global publish order
         generation_id = "cg-" + stable_hash({"scope": self.scope, "input": input_fp, "strategy": strategy,
                                              "previous": None if previous is None else previous["generation_id"],
                                              "force": force})

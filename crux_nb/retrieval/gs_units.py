@@ -101,7 +101,7 @@ def resolve(surface: Any, *, wait: bool = True) -> Freshness:
         reports = read_reports(state, surface.scope)
         return Freshness(tuple(report_units(reports)), "exact", BASIS["exact"], _generations(reports))
     visible = surface.visible_sources(state)
-    compensated = _compensate(surface, state, visible) if status == "stale" else None
+    compensated = _compensate(surface, state, visible) if status in ("stale", "missing") else None
     if compensated is not None:
         return compensated
     raw = raw_units(state, visible, "raw-fallback")
@@ -123,7 +123,7 @@ def _compensate(surface: Any, state: Any, visible: set[str]) -> Freshness | None
     """An older generation, minus reports touching removed or changed sources, plus raw added sources."""
     from ..community.frames import read_reports
 
-    pointer = surface.pointer()
+    pointer = surface.previous_pointer()
     if pointer is None or pointer["strategy_fingerprint"] != surface.config.strategy_fingerprint:
         return None
     old = json.loads(pointer["source_hashes"]) if isinstance(pointer["source_hashes"], str) else {}
@@ -137,8 +137,8 @@ def _compensate(surface: Any, state: Any, visible: set[str]) -> Freshness | None
     raw = raw_units(state, added, "compensated-addition")
     if total_chars(raw) > BATCH_BUDGET:
         return None
-    reports = read_reports(state, surface.scope)
-    excluded = _touching(surface, removed, reports)
+    reports = read_reports(state, pointer["scope"])
+    excluded = _touching(state, pointer["scope"], removed, reports)
     kept = [r for r in reports if r.community_id not in excluded]
     units = report_units(kept) + raw
     generations = tuple(sorted({pointer["generation_id"], *(["compensated-addition"] if raw else [])}))
@@ -146,11 +146,11 @@ def _compensate(surface: Any, state: Any, visible: set[str]) -> Freshness | None
     return Freshness(tuple(units), "compensated", basis, generations, tuple(sorted(excluded)))
 
 
-def _touching(surface: Any, removed: set[str], reports: list[Any]) -> set[str]:
+def _touching(state: Any, scope: str, removed: set[str], reports: list[Any]) -> set[str]:
     """Reports whose community (or a descendant) holds a chunk of a removed source."""
     if not removed:
         return set()
-    members = surface.frame("community_members")
+    members = state.community_members[state.community_members["scope"] == scope]
     prefixes = tuple(encode_ref(ChunkRef(s, "")) for s in removed)
     hit = set(members[members["member_ref"].str.startswith(prefixes)]["community_id"])
     parents = {r.community_id: r.parent_id for r in reports}

@@ -63,9 +63,11 @@ class Recipe:
     model: Any = None
     fingerprint: str = ""
     concurrency: int = 4
+    view: Any = None
 
     @classmethod
-    def bind(cls, kb: Any, *, steps: list | None, id: str | None, model: Any, concurrency: int = 4) -> Recipe:
+    def bind(cls, kb: Any, *, steps: list | None, id: str | None, model: Any, concurrency: int = 4,
+             view: Any = None) -> Recipe:
         steps = [retrieve()] if steps is None else steps
         if isinstance(steps, (str, bytes)) or not hasattr(steps, "__iter__"):
             raise ParameterError("kb.recipe()", "steps", "a list of steps", steps)
@@ -74,14 +76,16 @@ class Recipe:
             if not isinstance(step, Step):
                 raise ParameterError("kb.recipe()", "steps", "a list of steps made by crux_nb.retrieval factories", step)
         fingerprint = stable_hash({"steps": [s.to_dict() for s in steps], "kb": kb.id, "namespace": kb.namespace,
-                                   "model": getattr(model, "name", None)})
+                                   "model": getattr(model, "name", None),
+                                   "view": None if view is None else [view.id, view.where, view.pinned]})
         recipe_id = f"{kb.id}-recipe-{fingerprint[:8]}" if id is None else id
         validate_steps(recipe_id, steps, retriever_id=kb.id, model=model,
                        communities=getattr(kb, "communities_config", None))
         from .steps import check_int
 
         concurrency = check_int("kb.recipe()", "concurrency", concurrency, minimum=1)
-        return cls(id=recipe_id, steps=tuple(steps), kb=kb, model=model, fingerprint=fingerprint, concurrency=concurrency)
+        return cls(id=recipe_id, steps=tuple(steps), kb=kb, model=model, fingerprint=fingerprint, concurrency=concurrency,
+                   view=view)
 
     def retrieve(self, query: str, *, filter: dict | None = None, limit: int | None = None, admit: Any = None) -> HitList:
         """Run the recipe and return its hits."""
@@ -128,10 +132,13 @@ class Recipe:
         return RetrievalResult(final, self._trace(request, traces, len(final), started))
 
     def _context(self, request: Request) -> StepContext:
+        members = None if self.view is None else frozenset(self.view.resolve().members)
+        communities = getattr(self.kb, "_communities", None)
+        if self.view is not None and communities is not None:
+            communities = self.view.communities
         return StepContext(recipe_id=self.id, namespace=self.kb.namespace, request=request, state=self.kb.state,
-                           knowledge=KnowledgeBinding(self.kb.reader, self.kb.namespace, request.filter),
-                           model=self.model, communities=getattr(self.kb, "_communities", None),
-                           concurrency=self.concurrency)
+                           knowledge=KnowledgeBinding(self.kb.reader, self.kb.namespace, request.filter, members),
+                           model=self.model, communities=communities, concurrency=self.concurrency, members=members)
 
     def plan(self, query: str):
         """The global-search preflight (reports, batches, input characters, calls) without any model call."""

@@ -103,6 +103,8 @@ class RetrieveStep(Step):
         for planned in input.queries:
             merged = {**(context.request.filter or {}), **(planned.filter or {})}
             mask = filter_mask(state, context.namespace, merged)
+            if context.members is not None:
+                mask &= state.chunks["source_id"].isin(context.members).to_numpy()
             for leg in self.legs:
                 scores = leg.scores(state, planned.query)
                 groups.append((planned, leg, ranked(scores, mask), scores))

@@ -79,9 +79,12 @@ class KnowledgeBinding:
     reader: Any
     namespace: str
     filter: Mapping[str, Any] | None = None
+    members: frozenset[str] | None = None  # a view's member sources; None = every source
 
     def hydrate(self, ref: KnowledgeRef | str) -> EvidenceHit | None:
         hit = self.reader.hydrate(ref)
+        if hit is not None and self.members is not None and hit.source.id not in self.members:
+            return None
         if hit is None or not self.filter:
             return hit
         record = hit_record(hit.namespace, hit.source.id, hit.chunk_id, hit.metadata)
@@ -98,4 +101,5 @@ class StepContext:
     model: Any = None
     communities: Any = None
     concurrency: int = 4
+    members: frozenset[str] | None = None
     extras: Mapping[str, Any] = field(default_factory=dict)

@@ -58,6 +58,8 @@ class KnowledgeBase:
         self._reader = None
         self.communities_config = None
         self._communities = None
+        self._views: dict[str, dict] = {}
+        self._view_revisions: dict[tuple[str, str], tuple] = {}
 
     # ----------------------------------------------------------------- frames
     @property
@@ -153,6 +155,22 @@ class KnowledgeBase:
         from ..extract import extract_entities
 
         return extract_entities(self, model, batch_chars=batch_chars, progress=progress, executor=executor)
+
+    # ------------------------------------------------------------------ views
+    def view(self, *, id: str, where: dict):
+        """A typed view: sources whose metadata match ``where`` (see ``crux_nb.views``)."""
+        from ..views import View, field_kinds, normalise_where
+
+        _check_name("kb.view()", "id", id)
+        normalised = normalise_where(where, field_kinds(self._state.documents))
+        known = self._views.get(id)
+        if known is not None and known != normalised:
+            from ..errors import CruxError
+
+            raise CruxError(f'View "{id}" is already registered with a different predicate.', code="view_conflict",
+                            hint="choose another view id.")
+        self._views[id] = normalised
+        return View(self, id, normalised)
 
     # ------------------------------------------------------------ communities
     def configure_communities(self, config: Any) -> None:
