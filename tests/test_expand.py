@@ -189,3 +189,22 @@ def test_query_seeds_match_entity_names_and_aliases():
     assert trace.steps[1].details["seeds"] == ("entity:gateway", "entity:priya")  # longest match first
     assert ids(hits) == ["c", "b"]
     assert hits[0].provenance.graph.path == ("entity:gateway", "chunk:s:c")
+
+
+def test_counted_entity_hops_stop_the_flood():
+    # a chain: seed -e1- a -e2- b -e3- c ; free hops reach everything at distance 0, counted hops one link per hop
+    kb = make_kb(chunks=[("s", c, i, c) for i, c in enumerate(["seed", "a", "b", "c"])])
+    links = [("seed", "e1"), ("a", "e1"), ("a", "e2"), ("b", "e2"), ("b", "e3"), ("c", "e3")]
+    kb.add_edges(pd.DataFrame([{"from_ref": f"chunk:s:{c}", "to_ref": f"entity:{e}", "type": "mentions",
+                                "evidence": [f"chunk:s:{c}"]} for c, e in links]))
+    free = kb.recipe(steps=[producer("chunk:s:seed"), expand_relations(types=["mentions"])]).retrieve("q")
+    assert ids(free) == ["seed", "a", "b", "c"] and {h.provenance.graph.distance for h in free[1:]} == {0}
+    counted = expand_relations(types=["mentions"], entity_hops="counted")
+    hits = kb.recipe(steps=[producer("chunk:s:seed"), counted]).retrieve("q")
+    assert ids(hits) == ["seed", "a"] and hits[1].provenance.graph.distance == 1
+    deeper = kb.recipe(steps=[producer("chunk:s:seed"), expand_relations(types=["mentions"], depth=2,
+                                                                           entity_hops="counted")]).retrieve("q")
+    assert ids(deeper) == ["seed", "a", "b"]
+    assert counted.config()["entity_hops"] == "counted" and "entity_hops" not in expand_relations().config()
+    with pytest.raises(ParameterError, match="entity_hops"):
+        expand_relations(entity_hops="cheap")

@@ -65,6 +65,7 @@ class ExpandRelationsStep(Step):
     depth: int = 1
     limit: int = 20
     seeds: tuple[str, ...] = SEED_KINDS
+    entity_hops: Literal["free", "counted"] = "free"
     id: str = "expand-relations"
     kind: str = "custom"
     phase: tuple[str, str] = ("hits", "hits")
@@ -89,12 +90,16 @@ class ExpandRelationsStep(Step):
         if not all(s in SEED_KINDS for s in seeds):
             raise ParameterError(owner, "seeds", "a list drawn from 'hits', 'query'", self.seeds)
         object.__setattr__(self, "seeds", seeds)
+        if self.entity_hops not in ("free", "counted"):
+            raise ParameterError(owner, "entity_hops", "'free' (upstream) or 'counted'", self.entity_hops)
 
     def config(self) -> dict[str, Any]:
         config: dict[str, Any] = {"direction": self.direction, "depth": self.depth, "limit": self.limit,
                                   "seeds": list(self.seeds)}
         if self.types is not None:
             config["types"] = list(self.types)
+        if self.entity_hops != "free":
+            config["entity_hops"] = self.entity_hops
         return config
 
     def __repr__(self) -> str:
@@ -150,7 +155,7 @@ class ExpandRelationsStep(Step):
                     warnings.append(f"expand_relations truncated neighbors for {encoded} at {FAN_OUT}.")
                 for n in neighbors:
                     peer = encode_ref(n.ref)
-                    cost = 0 if ref.kind == "entity" or n.ref.kind == "entity" else 1
+                    cost = self._cost(ref.kind, n.ref.kind)
                     nxt = distance + cost
                     if nxt > self.depth:
                         continue
@@ -172,6 +177,11 @@ class ExpandRelationsStep(Step):
                         seen.add(peer)
                         queue.append((n.ref, peer, nxt, *route))
         return candidates
+
+    def _cost(self, here: str, there: str) -> int:
+        if self.entity_hops == "free":  # upstream: any hop to or from an entity is free
+            return 0 if here == "entity" or there == "entity" else 1
+        return 0 if there == "entity" and here != "entity" else 1  # an entity is a free waypoint, not a free hub
 
     def _hydrate(self, binding: Any, candidates: dict[str, _Candidate], evidence: list[EvidenceHit]):
         ordered = sorted(candidates.items(), key=lambda kv: (kv[1].distance, kv[1].seed_rank, -len(kv[1].support),
@@ -198,10 +208,18 @@ class ExpandRelationsStep(Step):
 
 
 def expand_relations(*, types: list[str] | None = None, direction: Literal["out", "in", "both"] = "both",
-                     depth: int = 1, limit: int = 20, seeds: tuple[str, ...] = SEED_KINDS) -> ExpandRelationsStep:
+                     depth: int = 1, limit: int = 20, seeds: tuple[str, ...] = SEED_KINDS,
+                     entity_hops: Literal["free", "counted"] = "free") -> ExpandRelationsStep:
     """Expand evidence hits through the graph (additive: incoming hits are kept in order, unchanged).
+
+    ``entity_hops="free"`` is upstream's rule: a hop to or from an entity costs nothing, so
+    chunks sharing an entity sort first, and with ``mentions``/``related`` a traversal reaches
+    the entity graph's whole component (bounded by the 64 and 512 ceilings). ``"counted"``
+    makes an entity a free waypoint only when entered from a chunk: chunk → entity → chunk is
+    one hop, entity → entity is one hop.
 
     >>> expand_relations(types=["mentions", "related"], limit=8)
     expand_relations(types=['mentions', 'related'], direction='both', depth=1, limit=8, seeds=['hits', 'query'])
     """
-    return ExpandRelationsStep(types=types, direction=direction, depth=depth, limit=limit, seeds=seeds)
+    return ExpandRelationsStep(types=types, direction=direction, depth=depth, limit=limit, seeds=seeds,
+                               entity_hops=entity_hops)

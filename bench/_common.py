@@ -1,0 +1,272 @@
+"""Shared helpers for the benchmark scripts in ``bench/``.
+
+Timing (per-call samples with warm-up and repeats, percentiles), phase timers,
+peak memory, machine/version info and Markdown tables. Standard library and
+numpy only, so every benchmark can import it without extra dependencies.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import os
+import platform
+import resource
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Iterator
+
+__all__ = [
+    "Stats", "stats", "percentile", "time_per_call", "time_interleaved", "time_once", "Phases", "load_average",
+    "peak_rss_mb", "current_rss_mb", "machine_info", "markdown_table", "fmt_num", "write_text", "quiet_gc",
+]
+
+BENCH_DIR = Path(__file__).resolve().parent
+OUT_DIR = BENCH_DIR / "out"
+
+
+# ----------------------------------------------------------------- statistics
+def percentile(sorted_values: Sequence[float], q: float) -> float:
+    """Linear-interpolated percentile (``q`` in 0..100) of already sorted values (numpy's default method)."""
+    if not sorted_values:
+        return math.nan
+    pos = (len(sorted_values) - 1) * q / 100.0
+    lo, hi = math.floor(pos), math.ceil(pos)
+    if lo == hi:
+        return float(sorted_values[lo])
+    return float(sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo))
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Summary of nanosecond samples; properties give microseconds / milliseconds."""
+
+    n: int
+    mean_ns: float
+    p50_ns: float
+    p95_ns: float
+    min_ns: float
+    max_ns: float
+    total_ns: float
+
+    @property
+    def mean_us(self) -> float:
+        return self.mean_ns / 1e3
+
+    @property
+    def p50_us(self) -> float:
+        return self.p50_ns / 1e3
+
+    @property
+    def p95_us(self) -> float:
+        return self.p95_ns / 1e3
+
+
+def stats(samples_ns: Iterable[float]) -> Stats:
+    values = sorted(samples_ns)
+    if not values:
+        return Stats(0, math.nan, math.nan, math.nan, math.nan, math.nan, 0.0)
+    total = float(sum(values))
+    return Stats(len(values), total / len(values), percentile(values, 50), percentile(values, 95),
+                 float(values[0]), float(values[-1]), total)
+
+
+# --------------------------------------------------------------------- timing
+@contextmanager
+def quiet_gc() -> Iterator[None]:
+    """Collect once, then freeze every live object so the timed code does not pay
+    for full collections that scan the (large, long-lived) graphs built before it.
+    Collections of the objects the timed code creates still run as usual."""
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
+def time_per_call(fn: Callable[[Any], Any], items: Sequence[Any], *, warmup: int = 1, repeats: int = 3) -> Stats:
+    """Time ``fn(item)`` once per item per repeat with ``perf_counter_ns``.
+
+    ``warmup`` full passes run first and are discarded. Returns stats over all
+    ``len(items) * repeats`` samples (each sample is one call).
+    """
+    for _ in range(warmup):
+        for item in items:
+            fn(item)
+    clock = time.perf_counter_ns
+    samples: list[int] = []
+    append = samples.append
+    with quiet_gc():
+        for _ in range(repeats):
+            for item in items:
+                t0 = clock()
+                fn(item)
+                append(clock() - t0)
+    return stats(samples)
+
+
+def time_interleaved(fns: Mapping[str, Callable[[Any], Any]], items: Sequence[Any], *, warmup: int = 1,
+                     repeats: int = 3) -> dict[str, Stats]:
+    """Like :func:`time_per_call` for several implementations of the same operation.
+
+    The timed passes are interleaved (repeat ``r`` runs every implementation
+    once, starting from a rotating position), so background load drifting over
+    the run affects every side alike. ``Stats.total_ns / repeats`` is the time of
+    one pass over ``items``.
+    """
+    names = list(fns)
+    for _ in range(warmup):
+        for name in names:
+            for item in items:
+                fns[name](item)
+    clock = time.perf_counter_ns
+    samples: dict[str, list[int]] = {name: [] for name in names}
+    with quiet_gc():
+        for r in range(repeats):
+            k = r % len(names)
+            for name in names[k:] + names[:k]:
+                fn, append = fns[name], samples[name].append
+                for item in items:
+                    t0 = clock()
+                    fn(item)
+                    append(clock() - t0)
+    return {name: stats(samples[name]) for name in names}
+
+
+def time_once(fn: Callable[[], Any], *, warmup: int = 1, repeats: int = 3) -> tuple[Stats, Any]:
+    """Time a whole operation ``repeats`` times after ``warmup`` runs; returns (stats, last result)."""
+    result = None
+    for _ in range(warmup):
+        result = fn()
+    clock = time.perf_counter_ns
+    samples = []
+    with quiet_gc():
+        for _ in range(repeats):
+            t0 = clock()
+            result = fn()
+            samples.append(clock() - t0)
+    return stats(samples), result
+
+
+@dataclass
+class Phases:
+    """Wall-clock timer for one-off phases (builds), with the peak RSS seen after each."""
+
+    seconds: dict[str, float] = field(default_factory=dict)
+    peak_mb: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        t0 = time.perf_counter_ns()
+        try:
+            yield
+        finally:
+            self.seconds[name] = (time.perf_counter_ns() - t0) / 1e9
+            self.peak_mb[name] = peak_rss_mb()
+
+
+# --------------------------------------------------------------------- memory
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process so far, in MiB."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
+
+
+def current_rss_mb() -> float:
+    """Current resident set size in MiB (Linux; falls back to the peak elsewhere)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return peak_rss_mb()
+
+
+# ------------------------------------------------------------------- machine
+def load_average() -> str:
+    """The 1/5/15-minute load averages (other processes compete for the CPUs when these exceed the CPU count)."""
+    try:
+        return " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "-"
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine_info(packages: Sequence[str] = ()) -> dict[str, str]:
+    """Python, OS, CPU and installed versions of ``packages`` (``"-"`` when missing)."""
+    info = {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "cpu": _cpu_model(),
+        "cpus": str(os.cpu_count()),
+    }
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            total_kb = int(fh.readline().split()[1])
+        info["memory"] = f"{total_kb / 1024 / 1024:.1f} GiB"
+    except (OSError, ValueError, IndexError):
+        pass
+    for name in packages:
+        try:
+            info[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            info[name] = "-"
+    return info
+
+
+# -------------------------------------------------------------------- output
+def fmt_num(value: float | None, digits: int = 3) -> str:
+    """A number with ``digits`` significant digits (at least 0 decimals); ``-`` for None/NaN."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if value == 0:
+        return "0"
+    magnitude = math.floor(math.log10(abs(value)))
+    decimals = max(0, digits - 1 - magnitude)
+    return f"{value:,.{decimals}f}"
+
+
+def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, align: Sequence[str] | None = None) -> str:
+    """A GitHub-flavoured Markdown table; ``align`` holds ``l``/``r``/``c`` per column (default: first left, rest right)."""
+    rows = [[str(c).replace("|", "\\|") for c in row] for row in rows]
+    headers = [str(h).replace("|", "\\|") for h in headers]
+    for row in rows:
+        if len(row) != len(headers):
+            raise ValueError(f"row has {len(row)} cells, table has {len(headers)} columns: {row}")
+    align = list(align) if align is not None else ["l"] + ["r"] * (len(headers) - 1)
+    widths = [max([3, len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+    rules = {"l": lambda w: ":" + "-" * (w - 1), "r": lambda w: "-" * (w - 1) + ":",
+             "c": lambda w: ":" + "-" * (w - 2) + ":"}
+
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(c.ljust(w) if a == "l" else c.rjust(w) for c, w, a in zip(cells, widths, align)) + " |"
+
+    out = [line(headers), "| " + " | ".join(rules[a](w) for a, w in zip(align, widths)) + " |"]
+    out += [line(r) for r in rows]
+    return "\n".join(out)
+
+
+def write_text(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` to ``path`` (creating folders); returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path

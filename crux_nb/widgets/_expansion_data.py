@@ -1,0 +1,183 @@
+"""What the expansion view shows, read from a run trace (and optionally a knowledge base).
+
+Pure data, no widgets: :func:`expansion_data` finds the ``expand_relations`` step of
+a :class:`~crux_nb.retrieval.RetrievalResult` (or a :class:`~crux_nb.retrieval.RecipeTrace`)
+and returns an :class:`ExpansionData` that both the widget and the static HTML use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import pandas as pd
+
+from ..errors import ParameterError
+from ..refs import decode_ref
+from ..retrieval.expand import Expansion
+from ..retrieval.hits import EvidenceHit, hit_key
+
+__all__ = ["ExpansionData", "expansion_data", "path_text", "ARROW_LEFT", "ARROW_RIGHT", "FRAME_COLUMNS"]
+
+STEP_ID = "expand-relations"
+ARROW_LEFT, ARROW_RIGHT = "—", "→"
+FRAME_COLUMNS = ["position", "key", "ref", "seed", "path", "edges", "hops", "distance", "score", "supports", "content"]
+_FIELDS = ("key", "ref", "seed", "path", "edges", "distance", "score", "position", "supports")
+
+
+def path_text(path: Iterable[str], edges: Iterable[str]) -> str:
+    """``chunk:a:c1 —mentions→ entity:x —mentions→ chunk:b:c3``."""
+    path, edges = list(path), list(edges)
+    parts = [path[0]] if path else []
+    for edge, ref in zip(edges, path[1:]):
+        parts += [f"{ARROW_LEFT}{edge}{ARROW_RIGHT}", ref]
+    return " ".join(parts)
+
+
+def _record(value: Any) -> Expansion:
+    """An :class:`Expansion`, also from its plain-dict form (a trace saved with ``to_dict()``)."""
+    if isinstance(value, Expansion):
+        return value
+    if isinstance(value, Mapping) and all(k in value for k in _FIELDS):
+        return Expansion(key=str(value["key"]), ref=str(value["ref"]), seed=str(value["seed"]),
+                         path=tuple(map(str, value["path"])), edges=tuple(map(str, value["edges"])),
+                         distance=int(value["distance"]), score=float(value["score"]),
+                         position=int(value["position"]), supports=tuple(map(str, value["supports"])))
+    raise ParameterError("ExpansionView()", "result", "a result whose expand_relations() details hold Expansion "
+                         "records", value)
+
+
+@dataclass(frozen=True)
+class ExpansionData:
+    """The expansion step of one run: seeds, added hits (in step order) and texts to show."""
+
+    step_id: str
+    query: str
+    seeds: tuple[str, ...]
+    expansions: tuple[Expansion, ...]
+    contents: Mapping[str, str] = field(default_factory=dict)   # hit key -> chunk text
+    names: Mapping[str, str] = field(default_factory=dict)      # entity ref -> canonical name
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def edge_types(self) -> tuple[str, ...]:
+        """Every edge type on any path, sorted."""
+        return tuple(sorted({e for x in self.expansions for e in x.edges}))
+
+    @property
+    def max_distance(self) -> int:
+        return max((x.distance for x in self.expansions), default=0)
+
+    def rank(self, expansion: Expansion) -> int:
+        """1-based rank of an added hit among the added hits (step order)."""
+        return self.expansions.index(expansion) + 1
+
+    def find(self, key: str | None) -> Expansion | None:
+        for x in self.expansions:
+            if x.key == key:
+                return x
+        return None
+
+    def visible(self, types: Iterable[str] | None = None, max_distance: int | None = None) -> tuple[Expansion, ...]:
+        """The added hits whose whole path uses only ``types`` and whose distance is at most ``max_distance``."""
+        allowed = None if types is None else set(types)
+        return tuple(x for x in self.expansions
+                     if (allowed is None or set(x.edges) <= allowed)
+                     and (max_distance is None or x.distance <= max_distance))
+
+    def label(self, ref: str) -> str:
+        """A short node label: the entity's name, or the ref without its kind."""
+        if ref in self.names:
+            return self.names[ref]
+        decoded = decode_ref(ref)
+        if decoded is None:
+            return ref
+        return ":".join(decoded.segments())
+
+    def to_frame(self, expansions: Iterable[Expansion] | None = None) -> pd.DataFrame:
+        rows = [{"position": x.position, "key": x.key, "ref": x.ref, "seed": x.seed,
+                 "path": path_text(x.path, x.edges), "edges": " > ".join(x.edges), "hops": len(x.edges),
+                 "distance": x.distance, "score": x.score, "supports": " ".join(x.supports),
+                 "content": self.contents.get(x.key)}
+                for x in (self.expansions if expansions is None else expansions)]
+        frame = pd.DataFrame(rows, columns=FRAME_COLUMNS)
+        for column in ("position", "hops", "distance"):
+            frame[column] = frame[column].astype("int64")
+        frame["score"] = frame["score"].astype("float64")
+        for column in ("key", "ref", "seed", "path", "edges", "supports", "content"):
+            frame[column] = frame[column].astype("str")
+        return frame
+
+
+def _find_step(trace: Any, step: str | None) -> Any:
+    steps = list(getattr(trace, "steps", ()))
+
+    def is_expansion(s: Any) -> bool:
+        details = s.details
+        contributor = getattr(s.knowledge, "contributor", None)
+        return (s.step_id == STEP_ID or contributor == STEP_ID
+                or (isinstance(details, Mapping) and "expansions" in details))
+
+    if step is not None:
+        matches = [s for s in steps if s.step_id == step]
+    else:
+        matches = [s for s in steps if is_expansion(s)]
+    if not matches:
+        ran = ", ".join(repr(s.step_id) for s in steps) or "none"
+        wanted = f"a step with id {step!r}" if step is not None else "an expand_relations() step"
+        raise ParameterError(
+            "ExpansionView()", "result", f"a retrieval result whose recipe ran {wanted} (steps run: {ran})",
+            getattr(trace, "recipe_id", trace),
+            hint="run a recipe with expansion, e.g. kb.recipe(steps=[retrieve(limit=5), "
+                 "expand_relations(types=['mentions'], depth=2)]).retrieve_with_trace(query), and pass its result.")
+    found = matches[0]
+    if found.status != "success":
+        message = (found.error or {}).get("message", "")
+        raise ParameterError("ExpansionView()", "result", "a result whose expansion step succeeded",
+                             f"step {found.step_id!r} failed: {message}",
+                             hint="fix the step error shown in result.trace.to_frame() and run the recipe again.")
+    details = found.details
+    # an expansion step that did nothing (depth=0, limit=0) records no details; any other step is wrong
+    empty_expansion = details is None and (is_expansion(found) or found.kind == "custom")
+    if not empty_expansion and not (isinstance(details, Mapping) and "expansions" in details):
+        raise ParameterError("ExpansionView()", "step", "the id of an expand_relations() step", step,
+                             hint="result.trace.to_frame() lists the step ids.")
+    return found
+
+
+def expansion_data(result: Any, *, step: str | None = None, kb: Any = None) -> ExpansionData:
+    """Read the expansion step of ``result`` (a RetrievalResult or a RecipeTrace).
+
+    ``step`` picks a step id when a recipe expands more than once; ``kb`` (optional) adds
+    entity names and chunk texts the result does not carry.
+    """
+    from ..retrieval.results import RetrievalResult
+    from ..retrieval.trace import RecipeTrace
+
+    if isinstance(result, RetrievalResult):
+        trace, hits = result.trace, list(result.hits)
+    elif isinstance(result, RecipeTrace):
+        trace, hits = result, []
+    else:
+        raise ParameterError("ExpansionView()", "result",
+                             "a RetrievalResult (from recipe.retrieve_with_trace()) or a RecipeTrace", result,
+                             hint="call recipe.retrieve_with_trace(query), not recipe.retrieve(query).")
+    if step is not None and not isinstance(step, str):
+        raise ParameterError("ExpansionView()", "step", "a step id (str) or None", step)
+    found = _find_step(trace, step)
+    details = found.details or {}
+    expansions = tuple(_record(x) for x in details.get("expansions", ()))
+    seeds = tuple(map(str, details.get("seeds", ())))
+    contents = {hit_key(h): h.content for h in hits if isinstance(h, EvidenceHit)}
+    names: dict[str, str] = {}
+    if kb is not None:
+        chunks = kb.chunks
+        by_ref = dict(zip(chunks["ref"], chunks["content"]))
+        for x in expansions:
+            if x.key not in contents and x.ref in by_ref:
+                contents[x.key] = by_ref[x.ref]
+        entities = kb.entities
+        names = dict(zip(entities["ref"], entities["canonical_name"]))
+    return ExpansionData(step_id=found.step_id, query=trace.query, seeds=seeds, expansions=expansions,
+                         contents=contents, names=names, warnings=tuple(found.warnings))

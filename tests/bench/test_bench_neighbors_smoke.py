@@ -1,0 +1,184 @@
+"""Smoke test for ``bench/neighbors.py``: the ``--small`` run finishes and its table is complete.
+
+The benchmark itself asserts that crux_nb, igraph and networkx return the same
+neighbours, so a zero exit status also means the three sides agreed. Speed
+targets are reported as pass/miss, never asserted here (timings depend on the
+machine).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "bench" / "neighbors.py"
+
+ROWS = (
+    "neighbors(ref) - first pass, cold caches - mean (us)",
+    "neighbors(ref) - mean (us)",
+    "neighbors(ref) - p50 (us)",
+    "neighbors(ref) - p95 (us)",
+    "neighbors(ref, types=[related], direction=out) - mean (us)",
+    "neighbors(ref, types=[related], direction=out) - p50 (us)",
+    "neighbors(ref, types=[related], direction=out) - p95 (us)",
+    "2-hop typed traversal, all seeds - total (ms)",
+    "2-hop typed traversal - per seed mean (ms)",
+    "2-hop typed traversal - per seed p95 (ms)",
+)
+COLUMNS = ["operation", "crux_nb", "igraph (python)", "igraph C", "networkx",
+           "crux/igraph", "networkx/crux", "target", "verdict"]
+# igraph C only answers the whole traversal (one neighborhood() call), not single neighbours or per-seed p95
+HAS_IGRAPH_C = {"2-hop typed traversal, all seeds - total (ms)", "2-hop typed traversal - per seed mean (ms)"}
+BUILD_PHASES = ("kb.add_frame", "kb.add_entities", "kb.add_edges", "reader indexes", "igraph Graph",
+                "networkx MultiDiGraph")
+
+
+def _number(cell: str) -> float:
+    value = float(cell.replace(",", ""))
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"not a finite non-negative number: {cell!r}")
+    return value
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def _section(text: str, heading: str) -> list[str]:
+    """The table lines of the first Markdown table under ``## heading``."""
+    match = re.search(rf"^## {re.escape(heading)}\n(.*?)(?=^## |\Z)", text, flags=re.M | re.S)
+    if not match:
+        raise AssertionError(f"no '## {heading}' section")
+    lines = match.group(1).splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("|")), None)
+    if start is None:
+        raise AssertionError(f"no table under '## {heading}'")
+    table = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        table.append(line)
+    return table
+
+
+def table_problems(text: str) -> list[str]:
+    """Everything wrong with the report's results and build tables (empty when complete)."""
+    problems: list[str] = []
+    try:
+        lines = _section(text, "Results")
+    except AssertionError as exc:
+        return [str(exc)]
+    if _cells(lines[0]) != COLUMNS:
+        problems.append(f"columns {_cells(lines[0])} != {COLUMNS}")
+        return problems
+    if not re.fullmatch(r"\|[ :\-|]+\|", lines[1].strip()):
+        problems.append(f"second line is not a Markdown rule: {lines[1]!r}")
+    rows = {}
+    for line in lines[2:]:
+        cells = _cells(line)
+        if len(cells) != len(COLUMNS):
+            problems.append(f"row has {len(cells)} cells: {line!r}")
+            continue
+        rows[cells[0]] = dict(zip(COLUMNS, cells))
+    for label in ROWS:
+        row = rows.get(label)
+        if row is None:
+            problems.append(f"missing row {label!r}")
+            continue
+        numeric = ["crux_nb", "igraph (python)", "networkx", "crux/igraph", "networkx/crux"]
+        numeric += ["igraph C"] if label in HAS_IGRAPH_C else []
+        for col in numeric:
+            try:
+                value = _number(row[col])
+            except ValueError:
+                problems.append(f"{label!r} / {col!r} is not a number: {row[col]!r}")
+                continue
+            if value == 0 and col not in ("crux/igraph", "networkx/crux"):
+                problems.append(f"{label!r} / {col!r} is zero")
+        if label not in HAS_IGRAPH_C and row["igraph C"] != "-":
+            problems.append(f"{label!r} has an igraph C value {row['igraph C']!r}, expected '-'")
+        if not re.fullmatch(r"pass|miss \(.+\)", row["verdict"]):
+            problems.append(f"{label!r} verdict {row['verdict']!r} is not pass/miss")
+        try:
+            crux, igraph_py, networkx = (_number(row[c]) for c in ("crux_nb", "igraph (python)", "networkx"))
+            ratio_ig, ratio_nx = _number(row["crux/igraph"]), _number(row["networkx/crux"])
+        except ValueError:
+            continue
+        if igraph_py and not math.isclose(ratio_ig, crux / igraph_py, rel_tol=0.05, abs_tol=0.01):
+            problems.append(f"{label!r}: crux/igraph {ratio_ig} != {crux}/{igraph_py}")
+        if crux and not math.isclose(ratio_nx, networkx / crux, rel_tol=0.05, abs_tol=0.01):
+            problems.append(f"{label!r}: networkx/crux {ratio_nx} != {networkx}/{crux}")
+    extra = set(rows) - set(ROWS)
+    if extra:
+        problems.append(f"unexpected rows {sorted(extra)}")
+
+    try:
+        build = _section(text, "Build")
+    except AssertionError as exc:
+        return problems + [str(exc)]
+    phases = {_cells(line)[0]: _cells(line)[1:] for line in build[2:]}
+    for phase in BUILD_PHASES:
+        hit = [cells for name, cells in phases.items() if phase in name]
+        if not hit:
+            problems.append(f"missing build phase {phase!r}")
+            continue
+        try:
+            _number(hit[0][0])
+            _number(hit[0][1])
+        except (ValueError, IndexError):
+            problems.append(f"build phase {phase!r} has no seconds / peak RSS: {hit[0]}")
+    peak = re.search(r"^Peak RSS of the whole run: ([\d,.]+) MiB\.$", text, flags=re.M)
+    if not peak or _number(peak.group(1)) <= 0:
+        problems.append("no peak RSS line")
+    return problems
+
+
+@pytest.fixture(scope="module")
+def small_report(tmp_path_factory) -> tuple[subprocess.CompletedProcess, str]:
+    out = tmp_path_factory.mktemp("bench") / "neighbors_small.md"
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--small", "--out", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"bench/neighbors.py --small failed:\n{proc.stderr[-4000:]}"
+    assert out.exists(), "the report file was not written"
+    return proc, out.read_text(encoding="utf-8")
+
+
+def test_small_run_writes_a_complete_table(small_report):
+    proc, text = small_report
+    assert table_problems(text) == []
+    assert "## Results" in proc.stdout  # the same report is printed
+    assert "5,000 nodes; 25,000 semantic edges" in text
+
+
+def test_report_names_the_workload(small_report):
+    _, text = small_report
+    assert "200 sampled nodes" in text
+    assert "Edge build: kb.add_edges() (public API)." in text
+
+
+def test_checker_catches_broken_tables(small_report):
+    """The table check can fail: each corruption below must be reported."""
+    _, text = small_report
+    lines = text.splitlines()
+    row = next(i for i, line in enumerate(lines) if line.startswith("| neighbors(ref) - p95 (us)"))
+    dropped = "\n".join(lines[:row] + lines[row + 1:])
+    assert any("missing row" in p for p in table_problems(dropped))
+
+    cells = _cells(lines[row])
+    cells[1] = "nan"
+    broken = "\n".join(lines[:row] + ["| " + " | ".join(cells) + " |"] + lines[row + 1:])
+    assert any("not a number" in p for p in table_problems(broken))
+
+    cells = _cells(lines[row])
+    cells[-1] = "ok"
+    broken = "\n".join(lines[:row] + ["| " + " | ".join(cells) + " |"] + lines[row + 1:])
+    assert any("verdict" in p for p in table_problems(broken))
+
+    assert table_problems(text.replace("## Results", "## Something else")) == ["no '## Results' section"]
+    assert any("peak RSS" in p for p in table_problems(re.sub(r"Peak RSS of the whole run.*", "", text)))
