@@ -1,0 +1,309 @@
+""":class:`OfflineModel`: the deterministic, network-free default model.
+
+It is honest about being extractive: nothing it writes is invented.
+
+* ``extract`` — rule-based (see :mod:`crux_nb.models.offline_extract`).
+* ``write_report`` — TextRank: sentences of the evidence become nodes of a
+  tf-idf cosine-similarity graph, ranked by PageRank personalised towards
+  sentences that name the community's entities. Findings are the most central
+  sentences (near-duplicates skipped), each copied verbatim (an exact substring
+  of its chunk text; sentences over 500 characters are skipped, and only if no
+  sentence fits is one cut at a clause boundary) and citing exactly the chunk
+  refs whose text contains it. The summary joins the top sentences (whitespace
+  collapsed) in document order; the title names the most central entities.
+  Parent reports use only their children's findings: statements copied, evidence
+  the union of the evidence of the findings that share that statement.
+* ``map_findings`` / ``rate`` — BM25 (:class:`crux_nb.models.text.BM25`) of the
+  query against each finding statement (map) or each whole report (rate), scaled
+  to 0..100 relative to a full single match (see :meth:`BM25.scaled`). Map returns
+  one finding per distinct statement with a positive score, ordered by score
+  (desc) then first finding id; rate rates every report, in input order.
+
+``repair`` is accepted and ignored: the output is always valid, and the same
+input gives the same output byte for byte.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .._hashing import stable_hash
+from ..errors import ParameterError
+from .offline_extract import extract_entities
+from .text import (
+    BM25,
+    Span,
+    cosine_matrix,
+    normalize_ws,
+    pagerank,
+    sentence_spans,
+    terms,
+)
+from .validation import REPORT_LIMITS
+
+__all__ = ["OfflineModel", "OFFLINE_MODEL_VERSION"]
+
+OFFLINE_MODEL_VERSION = "1"
+_CLAUSE_END = re.compile(r"[;:,—]\s|--")
+
+
+@dataclass(frozen=True)
+class _Node:
+    statement: str  # verbatim text
+    order: int  # first position, for document order and ties
+    evidence: tuple[str, ...]
+
+
+def _check_int(owner: str, name: str, value: Any, low: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ParameterError(owner, name, f"an integer >= {low}", value)
+
+
+@dataclass(frozen=True, kw_only=True)
+class OfflineModel:
+    """Deterministic extractive model (no network, no randomness).
+
+    Parameters (all keyword-only):
+        name: model name (default ``"offline"``).
+        max_findings: findings per report (default 6).
+        summary_sentences: sentences joined into a report summary (default 3).
+        title_entities: entity names in a report title (default 3).
+        redundancy: cosine similarity above which a sentence repeats a chosen one (0.75).
+        concepts: also extract recurring lowercase noun phrases (default True).
+        concept_min_chunks: chunks a phrase must recur in to count (default 3).
+        min_terms: content words a sentence needs to be preferred as a finding (default 6).
+
+    ``fingerprint`` is a stable hash of the name, the version and these options.
+    """
+
+    name: str = "offline"
+    max_findings: int = 6
+    summary_sentences: int = 3
+    title_entities: int = 3
+    redundancy: float = 0.75
+    concepts: bool = True
+    concept_min_chunks: int = 3
+    min_terms: int = 6
+    fingerprint: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        owner = "OfflineModel"
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ParameterError(owner, "name", "a non-empty string", self.name)
+        _check_int(owner, "max_findings", self.max_findings, 0)
+        _check_int(owner, "summary_sentences", self.summary_sentences, 1)
+        _check_int(owner, "title_entities", self.title_entities, 1)
+        _check_int(owner, "concept_min_chunks", self.concept_min_chunks, 1)
+        _check_int(owner, "min_terms", self.min_terms, 1)
+        if isinstance(self.redundancy, bool) or not isinstance(self.redundancy, (int, float)) or not 0 < self.redundancy <= 1:
+            raise ParameterError(owner, "redundancy", "a number in (0, 1]", self.redundancy)
+        if not isinstance(self.concepts, bool):
+            raise ParameterError(owner, "concepts", "a bool", self.concepts)
+        object.__setattr__(self, "fingerprint", stable_hash({"name": self.name, "version": OFFLINE_MODEL_VERSION, "options": self.options()}))
+
+    def options(self) -> dict[str, Any]:
+        """The output-relevant options (part of the fingerprint)."""
+        return {
+            "max_findings": self.max_findings,
+            "summary_sentences": self.summary_sentences,
+            "title_entities": self.title_entities,
+            "redundancy": self.redundancy,
+            "concepts": self.concepts,
+            "concept_min_chunks": self.concept_min_chunks,
+            "min_terms": self.min_terms,
+        }
+
+    def __repr__(self) -> str:
+        return f"OfflineModel(name={self.name!r}, fingerprint={self.fingerprint!r})"
+
+    # ------------------------------------------------------------------ extract
+    def extract(self, chunks: list[dict[str, Any]], *, repair: list[dict[str, str]] | None = None) -> dict[str, Any]:
+        """Entities, mentions and co-occurrence relations (see module docs)."""
+        return extract_entities(chunks, concepts=self.concepts, concept_min_chunks=self.concept_min_chunks)
+
+    # ------------------------------------------------------------------ reports
+    def write_report(self, community: dict[str, Any], *, repair: list[dict[str, str]] | None = None) -> dict[str, Any]:
+        """An extractive report: verbatim central sentences citing the chunks that contain them."""
+        chunks = [(str(c["ref"]), str(c.get("text") or "")) for c in community.get("chunks") or ()]
+        entities = [e for e in community.get("entities") or () if str(e.get("name") or "").strip()]
+        if chunks:
+            nodes = self._leaf_nodes(chunks)
+            if not entities:
+                entities = extract_entities([{"id": r, "text": t} for r, t in chunks], concepts=False)["entities"]
+        else:
+            nodes = self._parent_nodes(community.get("children") or ())
+        entity_names = list(dict.fromkeys(_forms(e) for e in entities))
+        ranked, ranks = self._rank(nodes, entity_names)
+        findings = []
+        for node in ranked[: self.max_findings]:
+            findings.append({"id": f"finding-{len(findings) + 1}", "statement": node.statement, "evidence": list(node.evidence)})
+        return {
+            "title": self._title(community, nodes, ranks, entity_names),
+            "summary": self._summary(ranked),
+            "findings": findings,
+        }
+
+    def _leaf_nodes(self, chunks: list[tuple[str, str]]) -> list[_Node]:
+        limit = REPORT_LIMITS["statement"]
+        candidates: dict[str, int] = {}
+        long_ones: list[Span] = []
+        short: dict[str, int] = {}
+        tiny: dict[str, int] = {}
+        order = 0
+        for _ref, text in chunks:
+            for span in sentence_spans(text):
+                order += 1
+                n_terms = len(terms(span.text))
+                if span.kind == "heading" or span.text.startswith("|") or n_terms == 0:
+                    continue
+                if len(span.text) > limit:
+                    long_ones.append(span)
+                elif n_terms < 3:
+                    tiny.setdefault(span.text, order)
+                elif n_terms < self.min_terms:
+                    short.setdefault(span.text, order)
+                else:
+                    candidates.setdefault(span.text, order)
+        if len(candidates) < self.max_findings:  # few informative sentences: admit the short ones
+            for text, position in short.items():
+                candidates.setdefault(text, position)
+        if not candidates:  # nothing but very short sentences
+            candidates.update(tiny)
+        if not candidates:  # every sentence is too long: cut at a clause boundary instead
+            for span in long_ones:
+                cut = [m.start() + 1 for m in _CLAUSE_END.finditer(span.text) if m.start() + 1 <= limit]
+                if cut:
+                    candidates.setdefault(span.text[: cut[-1]].rstrip(" ,;:—-"), span.start)
+        return [
+            _Node(statement, order, tuple(ref for ref, text in chunks if statement in text))
+            for statement, order in candidates.items()
+            if statement
+        ]
+
+    @staticmethod
+    def _parent_nodes(children: Any) -> list[_Node]:
+        evidence: dict[str, list[str]] = {}
+        first: dict[str, int] = {}
+        for child in children:
+            for finding in child.get("findings") or ():
+                statement = str(finding.get("statement") or "")
+                if not statement.strip():
+                    continue
+                refs = evidence.setdefault(statement, [])
+                first.setdefault(statement, len(first))
+                for ref in finding.get("evidence") or ():
+                    if str(ref) not in refs:
+                        refs.append(str(ref))
+        return [_Node(s, first[s], tuple(refs)) for s, refs in evidence.items() if refs]
+
+    def _rank(self, nodes: list[_Node], entity_names: list[tuple[str, ...]]) -> tuple[list[_Node], np.ndarray]:
+        """Nodes by TextRank score (desc, then document order), near-duplicates removed."""
+        if not nodes:
+            return [], np.zeros(0)
+        docs = [terms(n.statement) for n in nodes]
+        sim = cosine_matrix(docs)
+        lowered = [n.statement.lower() for n in nodes]
+        # personalisation: sentences naming more of the community's entities, and saying more, matter more
+        personal = [
+            (1.0 + sum(1 for forms in entity_names if any(f in text for f in forms[1:]))) * np.log1p(len(doc))
+            for text, doc in zip(lowered, docs)
+        ]
+        ranks = pagerank(sim, personalization=personal)
+        order = sorted(range(len(nodes)), key=lambda i: (-ranks[i], nodes[i].order))
+        chosen: list[int] = []
+        for i in order:
+            if all(sim[i, j] < self.redundancy for j in chosen):
+                chosen.append(i)
+        return [nodes[i] for i in chosen], ranks
+
+    def _summary(self, ranked: list[_Node]) -> str:
+        top = sorted(ranked[: self.summary_sentences], key=lambda n: n.order)
+        parts: list[str] = []
+        for node in top:
+            candidate = " ".join(parts + [normalize_ws(node.statement)])
+            if len(candidate) > REPORT_LIMITS["summary"]:
+                break
+            parts.append(normalize_ws(node.statement))
+        return " ".join(parts)
+
+    def _title(self, community: dict[str, Any], nodes: list[_Node], ranks: np.ndarray, names: list[tuple[str, ...]]) -> str:
+        limit = REPORT_LIMITS["title"]
+        scored = []
+        lowered = [node.statement.lower() for node in nodes]
+        for forms in dict.fromkeys(names):
+            name = forms[0]
+            hits = [i for i, text in enumerate(lowered) if any(f in text for f in forms[1:])]
+            if hits:
+                scored.append((-(float(sum(ranks[i] for i in hits)) + 1e-6 * len(hits)), name))
+        chosen: list[str] = []
+        used_words: set[str] = set()
+        for _score, name in sorted(scored):
+            words = {w.lower() for w in name.split(" ") if len(w) > 2 and w.lower() not in ("the", "of")}
+            if len(chosen) >= self.title_entities or words & used_words or len(_join_names(chosen + [name])) > limit:
+                continue
+            chosen.append(name)
+            used_words |= words
+        if chosen:
+            return _join_names(chosen)
+        child_titles = [normalize_ws(str(c.get("title") or "")) for c in community.get("children") or ()]
+        joined = ""
+        for title in [t for t in child_titles if t][:2]:
+            candidate = f"{joined}; {title}" if joined else title
+            if len(candidate) > limit:
+                break
+            joined = candidate
+        if joined:
+            return joined
+        if names:
+            return normalize_ws(names[0][0])[:limit].strip() or f"Community {community.get('community_id')}"[:limit]
+        return f"Community {community.get('community_id', '')}".strip()[:limit]
+
+    # ------------------------------------------------------------- map and rate
+    def map_findings(self, query: str, units: list[dict[str, Any]], *, repair: list[dict[str, str]] | None = None) -> dict[str, Any]:
+        """Findings relevant to ``query`` by BM25 of the statement, 0..100, zero scores omitted."""
+        ids_by_statement: dict[str, list[str]] = {}
+        for unit in units:
+            for finding in unit.get("findings") or ():
+                statement = str(finding.get("statement") or "")
+                if statement.strip():
+                    ids_by_statement.setdefault(statement, []).append(str(finding["id"]))
+        statements = list(ids_by_statement)
+        scores = BM25([terms(s) for s in statements]).scaled(terms(query))
+        out = [
+            {"statement": s, "finding_ids": sorted(ids_by_statement[s]), "score": score}
+            for s, score in zip(statements, scores)
+            if score > 0
+        ]
+        out.sort(key=lambda f: (-f["score"], f["finding_ids"][0]))
+        return {"findings": out}
+
+    def rate(self, query: str, reports: list[dict[str, Any]], *, repair: list[dict[str, str]] | None = None) -> dict[str, Any]:
+        """A BM25 rating 0..100 per report (title + summary + finding statements), input order."""
+        docs = []
+        for report in reports:
+            parts = [str(report.get("title") or ""), str(report.get("summary") or "")]
+            parts += [str(f.get("statement") or "") for f in report.get("findings") or ()]
+            docs.append(terms(" ".join(parts)))
+        scores = BM25(docs).scaled(terms(query))
+        return {"ratings": [{"community_id": str(r["community_id"]), "rating": s} for r, s in zip(reports, scores)]}
+
+
+def _forms(entity: dict[str, Any]) -> tuple[str, ...]:
+    """``(display name, lowercase search forms...)``: the name, its aliases and, for a
+    person-like two- or three-word name, its last word (``Ebenezer Scrooge`` → ``scrooge``)."""
+    name = normalize_ws(str(entity["name"]))
+    forms = [name.lower()] + [normalize_ws(str(a)).lower() for a in entity.get("aliases") or () if str(a).strip()]
+    words = name.split(" ")
+    if 2 <= len(words) <= 3 and all(w[:1].isupper() and w.isalpha() for w in words) and len(words[-1]) >= 4:
+        forms.append(words[-1].lower())
+    return (name, *dict.fromkeys(forms))
+
+
+def _join_names(names: list[str]) -> str:
+    if len(names) <= 1:
+        return "".join(names)
+    return ", ".join(names[:-1]) + " and " + names[-1]

@@ -1,0 +1,399 @@
+"""Rule-based entity and relation extraction for :class:`~crux_nb.models.OfflineModel`.
+
+No model, no randomness. Candidates are:
+
+1. **Capitalised runs** (``Ingest Gateway``, ``Northwind Traders``), with a version
+   (``Beacon 3.0``), a title (``Mr. Fezziwig``) or inner connectors (``Ghost of
+   Christmas Past``). A possessive ends a run (``Priya's`` → ``Priya``); stop words
+   (pronouns, weekdays, months, determiners, interjections…) split runs.
+2. **Sentence-initial noise control**: a run starting a sentence, quotation, list item
+   or table cell is ambiguous: its first word is dropped when it is a known sentence
+   starter or appears in lowercase elsewhere in the input; an ambiguous single word is
+   kept only when the name occurs unambiguously elsewhere; headings and all-caps lines
+   only confirm names found elsewhere. Ticket-like codes (``INC-2041``) always count.
+3. **Recurring noun phrases** (optional): lowercase 2–3 word phrases of content words
+   recurring in at least ``concept_min_chunks`` chunks (type ``concept``).
+
+Names are normalised (trimmed, whitespace collapsed); case variants and possessives
+fold into one entity; a lone first name or surname folds into the only full name in
+the input that starts or ends with it. ``related`` links every pair of entities named
+in the same chunk, with the supporting chunk ids and, when short enough, the first
+sentence naming both as a verbatim description.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .text import (
+    CALENDAR_WORDS as _CALENDAR_WORDS,
+)
+from .text import (
+    CONCEPT_STOP as _CONCEPT_STOP,
+)
+from .text import (
+    CONNECTORS as _CONNECTORS,
+)
+from .text import (
+    ENTITY_STOP,
+    STOP_WORDS,
+    normalize_ws,
+    sentence_spans,
+)
+from .text import (
+    ORG_SUFFIXES as _ORG_SUFFIX,
+)
+from .text import (
+    SENTENCE_STARTERS as _SENTENCE_STARTERS,
+)
+from .text import (
+    TITLES as _TITLES,
+)
+
+__all__ = ["extract_entities", "ENTITY_STOP"]
+
+_TOKEN = re.compile(r"[^\W_](?:[^\W_]|['’&-](?=[^\W_]))*(?:['’](?![^\W_]))?(?:\.\d+)*")
+_VERSION = re.compile(r"^v?\d+(?:\.\d+)*[a-z]?$", re.I)
+_VERSION_TAIL = re.compile(r"^(?:v\d+(?:\.\d+)*|\d+(?:\.\d+)+)[a-z]?$")  # "v2", "3.0" (not "13")
+_HYPHEN_TAIL = re.compile(r"-[a-z][\w-]*$")  # "Traders-sized" -> "Traders"
+_POSSESSIVE = re.compile(r"(?:['’]s|s['’]|['’])$")
+_CONTRACTION = re.compile(r"['’](?:ll|d|m|ve|re|t)$", re.I)
+_QUOTE_GAP = re.compile(r"[\"“”«»:—(\[]|--|\*\*|__|(?:^|\s)['‘]")
+_LOWER_WORD = re.compile(r"\b[a-z][a-z’'-]*\b")
+_CONCEPT_WORD = re.compile(r"^[a-z][a-z-]{2,}$")
+_CODE = re.compile(r"^[A-Z]{2,}-?\d+[A-Za-z0-9-]*$")  # ticket-like ids: INC-2041, DEC-017
+_ACRONYM = re.compile(r"^(?:[A-Z]{2,}\d*|[A-Z][a-z]+[A-Z][A-Za-z]*)$")  # API, SLA2, PostgreSQL
+
+
+@dataclass(frozen=True, slots=True)
+class _Tok:
+    text: str
+    start: int
+    end: int
+    initial: bool
+
+
+def _key(name: str) -> str:
+    """Case- and title-period-insensitive grouping key of a normalised name."""
+    words = name.split(" ")
+    return " ".join(w.rstrip(".").casefold() if w.rstrip(".").lower() in _TITLES else w.casefold() for w in words)
+
+
+def _sentence_tokens(text: str, span) -> tuple[list[_Tok], bool]:
+    """Tokens of one sentence with their ambiguity flag; second value: heading-like line."""
+    toks: list[_Tok] = []
+    prev_end = span.start
+    for m in _TOKEN.finditer(text, span.start, span.end):
+        gap = text[prev_end:m.start()]
+        initial = not toks or bool(_QUOTE_GAP.search(gap)) or "|" in gap
+        toks.append(_Tok(m.group(), m.start(), m.end(), initial))
+        prev_end = m.end()
+    words = [t.text for t in toks if t.text[:1].isalpha()]
+    shouty = len(words) >= 2 and all(w.isupper() for w in words)
+    long_words = [w for w in words if len(w) > 3]
+    title_case = (
+        span.kind == "prose" and "\n" not in span.text and len(words) <= 8 and len(long_words) >= 2
+        and all(w[:1].isupper() for w in long_words) and span.text.rstrip("\"'”’)]*_")[-1:] not in ".!?:;,"
+    )
+    return toks, span.kind == "heading" or shouty or title_case
+
+
+def _runs(text: str, toks: list[_Tok]) -> list[list[_Tok]]:
+    """Maximal runs of capitalised tokens joined by plain whitespace (or a title's period)."""
+    runs: list[list[_Tok]] = []
+    cur: list[_Tok] = []
+    for i, tok in enumerate(toks):
+        word = tok.text
+        joinable = False
+        if cur:
+            gap = text[cur[-1].end:tok.start]
+            prev = cur[-1].text
+            plain = gap.strip() == "" and "\n\n" not in gap
+            after_title = gap.strip() == "." and prev.lower() in _TITLES
+            joinable = (plain or after_title) and not _POSSESSIVE.search(prev) or False
+        nxt_cap = i + 1 < len(toks) and toks[i + 1].text[:1].isupper()
+        if word[:1].isupper() or (cur and joinable and _VERSION_TAIL.match(word)):
+            if not joinable:
+                if cur:
+                    runs.append(cur)
+                cur = []
+            cur.append(tok)
+        elif cur and joinable and word in _CONNECTORS and nxt_cap:
+            cur.append(tok)
+        elif cur and joinable and word == "the" and cur[-1].text == "of" and nxt_cap:
+            cur.append(tok)
+        elif cur and joinable and word == "to" and nxt_cap and any(t.text in _CONNECTORS for t in cur):
+            cur.append(tok)  # "Ghost of Christmas Yet to Come"
+        else:
+            if cur:
+                runs.append(cur)
+            cur = []
+    if cur:
+        runs.append(cur)
+    return runs
+
+
+def _pieces(run: list[_Tok]) -> list[tuple[list[_Tok], bool]]:
+    """Split a run at stop words; returns ``(tokens, ambiguous)`` pieces."""
+    pieces: list[tuple[list[_Tok], bool]] = []
+    cur: list[_Tok] = []
+    ambiguous = False
+    for tok in run:
+        bare = _POSSESSIVE.sub("", tok.text).lower()
+        if bare in ENTITY_STOP or bare[:-1] in _CALENDAR_WORDS or not bare or _CONTRACTION.search(tok.text):
+            if cur:
+                pieces.append((cur, ambiguous))
+            cur, ambiguous = [], False
+            continue
+        if not cur:
+            ambiguous = tok.initial
+        cur.append(tok)
+    if cur:
+        pieces.append((cur, ambiguous))
+    cleaned = []
+    for toks, amb in pieces:
+        while toks and (toks[-1].text in _CONNECTORS or toks[-1].text in ("the", "to")):
+            toks = toks[:-1]
+        if toks and (toks[0].text in _CONNECTORS or toks[0].text in ("the", "to")):
+            continue  # "VP of Product": the complement of a dropped word is not a name
+        if toks and all(t.text.rstrip(".").lower() in _TITLES for t in toks):
+            continue
+        if toks and not (len(toks) == 1 and _VERSION.match(toks[0].text)):
+            cleaned.append((toks, amb))
+    return cleaned
+
+
+def _name(text: str, toks: list[_Tok]) -> str:
+    raw = text[toks[0].start:toks[-1].end]
+    if _POSSESSIVE.search(toks[-1].text):
+        raw = _POSSESSIVE.sub("", raw)
+    if len(toks) > 1 or toks[0].text[:1].isupper():
+        raw = _HYPHEN_TAIL.sub("", raw) or raw
+    return normalize_ws(raw)
+
+
+def _core(name: str) -> list[str]:
+    return [w for w in name.split(" ") if w.rstrip(".").lower() not in _TITLES]
+
+
+def _has_title(name: str) -> bool:
+    return any(w.rstrip(".").lower() in _TITLES for w in name.split(" "))
+
+
+def _entity_type(name: str, concept: bool) -> str | None:
+    words = name.split(" ")
+    if concept:
+        return "concept"
+    if _has_title(name) and len(words) >= 2:
+        return "person"
+    if words[-1].rstrip(".").lower() in _ORG_SUFFIX:
+        return "organization"
+    if any(_VERSION.match(w) for w in words[1:]):
+        return "product"
+    return None
+
+
+def extract_entities(chunks: Sequence[dict[str, Any]], *, concepts: bool = True, concept_min_chunks: int = 3,
+                     max_concepts: int = 10) -> dict[str, Any]:
+    """The ``extract`` task output for ``chunks`` (``[{"id", "text"}]``)."""
+    texts = [(str(ch["id"]), str(ch.get("text") or "")) for ch in chunks]
+    lower_words = set()
+    for _cid, text in texts:
+        lower_words.update(_LOWER_WORD.findall(text))
+    sure: list[tuple[int, str, int]] = []  # (chunk index, name, position)
+    unsure: list[tuple[int, str, int, bool]] = []  # (..., heading-like)
+    starts: list[tuple[int, str, str, bool, int]] = []  # sentence-initial multi-word: (ci, name, rest, common, pos)
+    spans_by_chunk = []
+    for ci, (_cid, text) in enumerate(texts):
+        spans = sentence_spans(text)
+        spans_by_chunk.append(spans)
+        for span in spans:
+            toks, headingish = _sentence_tokens(text, span)
+            for run in _runs(text, toks):
+                for ptoks, amb in _pieces(run):
+                    name = _name(text, ptoks)
+                    if len(name) < 2:
+                        continue  # "B", "Y": grammar letters and initials are not entities
+                    first = _POSSESSIVE.sub("", ptoks[0].text).lower()
+                    starter = first in _SENTENCE_STARTERS
+                    common = starter or first in lower_words
+                    if len(ptoks) == 1 and (_CODE.match(name) or (amb and not headingish and _ACRONYM.match(name))):
+                        sure.append((ci, name, ptoks[0].start))
+                    elif amb and not headingish and len(ptoks) > 1 and first.rstrip(".") not in _TITLES:
+                        rest = ptoks[1:]
+                        if len(rest) == 1 and _VERSION.match(rest[0].text):
+                            rest_name = ""
+                        else:
+                            rest_name = _name(text, rest)
+                        if starter:
+                            if rest_name:
+                                sure.append((ci, rest_name, rest[0].start))
+                        else:
+                            starts.append((ci, name, rest_name, common, ptoks[0].start))
+                    elif amb and not headingish and common:
+                        continue  # a sentence-initial common word
+                    elif headingish or amb:
+                        unsure.append((ci, name, ptoks[0].start, headingish))
+                    else:
+                        sure.append((ci, name, ptoks[0].start))
+    known = {_key(n) for _c, n, _p in sure}
+    known_words = {w for key in known for w in key.split(" ")}
+    first_words: Counter = Counter(key.split(" ")[0] for key in known if " " in key)
+    occurrences = list(sure)
+    for ci, name, rest, common, pos in starts:
+        # keep a name seen whole elsewhere; drop a first word that is a common word ("Query" is not:
+        # "Query Engine" is known), or, before a known name, one never seen inside a name ("Whereat Scrooge")
+        rest_key = _key(rest) if rest else ""
+        rest_known = rest_key in known or (" " not in rest_key and first_words.get(rest_key) == 1)
+        if _key(name) in known or not rest:
+            chosen = name
+        elif rest_known and (common or _key(name.split(" ")[0]) not in known_words):
+            chosen = rest
+        else:
+            chosen = name
+        occurrences.append((ci, chosen, pos))
+    known.update(_key(n) for _c, n, _p in occurrences)
+    first_words: Counter = Counter(key.split(" ")[0] for key in known if " " in key)
+    for ci, name, pos, headingish in unsure:
+        key = _key(name)
+        # a lone sentence-initial word: a known name, or the first word of exactly one known name
+        if key in known or (not headingish and " " not in key and first_words[key] == 1):
+            occurrences.append((ci, name, pos))
+        elif headingish:
+            occurrences.extend((ci, sub, pos) for sub in _known_parts_of(name, known))
+    # group case variants; canonical = not all-caps, then most frequent, then smallest
+    variants: dict[str, Counter] = defaultdict(Counter)
+    for _ci, name, _pos in occurrences:
+        variants[_key(name)][name] += 1
+    concept_keys: set[str] = set()
+    if concepts:
+        for key, name in _concepts(texts, spans_by_chunk, concept_min_chunks, max_concepts, set(variants)):
+            concept_keys.add(key)
+            variants[key][name] += 1
+    canon = {
+        key: min(counts, key=lambda n: (n.isupper() and len(counts) > 1, -counts[n], n))
+        for key, counts in variants.items()
+    }
+    # fold a lone first name / surname into the only full name that starts or ends with it
+    target: dict[str, str] = {k: k for k in canon}
+    for key, name in canon.items():
+        if key in concept_keys or " " in name or _VERSION.search(name) or not name[:1].isalpha():
+            continue
+        matches = []
+        for other, other_name in canon.items():
+            if other == key or other in concept_keys or any(w in _CONNECTORS for w in other_name.split(" ")):
+                continue
+            core = [w.casefold() for w in _core(other_name)]
+            if any(_VERSION.match(w) for w in core) or len(core) < 2:
+                continue
+            if core and (core[0] == key or core[-1] == key):
+                matches.append(other)
+        if len(matches) == 1:
+            target[key] = matches[0]
+    aliases: dict[str, set[str]] = defaultdict(set)
+    for key, name in canon.items():
+        # "Master Peter Cratchit" is "Peter Cratchit": fold into it, or keep it as an alias
+        core = _core(name)
+        if key in concept_keys or len(core) < 2 or not _has_title(name) or target[key] != key:
+            continue
+        core_key = _key(" ".join(core))
+        if core_key in canon and target[core_key] == core_key:
+            target[key] = core_key
+        else:
+            aliases[key].add(" ".join(core))
+    for key, counts in variants.items():
+        dest = target[key]
+        for name in counts:
+            if name != canon[dest]:
+                aliases[dest].add(name)
+    return _assemble(texts, spans_by_chunk, canon, target, aliases, concept_keys)
+
+
+def _known_parts_of(name: str, known: set[str]) -> list[str]:
+    """Known names inside a heading-like phrase, longest match first, left to right."""
+    words, found, i = name.split(" "), [], 0
+    while i < len(words):
+        for size in range(len(words) - i, 0, -1):
+            sub = " ".join(words[i:i + size])
+            if _key(sub) in known:
+                found.append(sub)
+                i += size
+                break
+        else:
+            i += 1
+    return found
+
+
+def _concepts(texts, spans_by_chunk, min_chunks: int, limit: int, taken: set[str]) -> list[tuple[str, str]]:
+    seen: dict[str, set[int]] = defaultdict(set)
+    for ci in range(len(texts)):
+        for span in spans_by_chunk[ci]:
+            words = re.findall(r"[^\W\d_][\w'’-]*|[^\w\s]", span.text)
+            for size in (3, 2):
+                for i in range(len(words) - size + 1):
+                    gram = words[i:i + size]
+                    if all(_CONCEPT_WORD.match(w) and w not in STOP_WORDS and w not in _SENTENCE_STARTERS
+                           and w not in _CONCEPT_STOP and not w.endswith("ly") for w in gram):
+                        seen[" ".join(gram)].add(ci)
+    ranked = sorted(((len(c), p) for p, c in seen.items() if len(c) >= min_chunks),
+                    key=lambda x: (-x[0], -x[1].count(" "), x[1]))
+    chosen: list[tuple[str, str]] = []
+    for count, phrase in ranked:
+        if phrase in taken or any(phrase in c and count <= len(seen[c]) for _k, c in chosen):
+            continue
+        chosen.append((phrase, phrase))
+        if len(chosen) >= limit:
+            break
+    return chosen
+
+
+def _pattern(name: str) -> re.Pattern[str]:
+    body = re.escape(name).replace(r"\ ", r"\s+")
+    return re.compile(r"(?<![\w])" + body + r"(?![\w])", re.IGNORECASE if name.islower() else 0)
+
+
+def _assemble(texts, spans_by_chunk, canon, target, aliases, concept_keys) -> dict[str, Any]:
+    entities = []
+    patterns: dict[str, list[re.Pattern[str]]] = {}
+    for key in sorted(set(target.values()), key=lambda k: canon[k]):
+        name = canon[key]
+        forms = sorted(aliases.get(key, ()))
+        patterns[name] = [_pattern(f) for f in [name] + forms]
+        item: dict[str, Any] = {"name": name, "aliases": forms}
+        etype = _entity_type(name, key in concept_keys)
+        if etype:
+            item["type"] = etype
+        entities.append(item)
+    mentions = []
+    # per chunk: entity name -> indexes of the sentences naming it
+    where: list[dict[str, list[int]]] = []
+    for ci, (cid, text) in enumerate(texts):
+        found: dict[str, list[int]] = {}
+        for name, pats in patterns.items():
+            if any(p.search(text) for p in pats):
+                found[name] = [
+                    si for si, span in enumerate(spans_by_chunk[ci]) if any(p.search(span.text) for p in pats)
+                ]
+        where.append(found)
+        mentions.extend({"chunk_id": cid, "name": n} for n in sorted(found))
+    pairs: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for ci, found in enumerate(where):
+        present = sorted(found)
+        for i, a in enumerate(present):
+            for b in present[i + 1:]:
+                pairs[(a, b)].append(ci)
+    related = []
+    for (a, b), cis in sorted(pairs.items()):
+        item: dict[str, Any] = {"from": a, "to": b, "chunk_ids": [texts[ci][0] for ci in cis]}
+        for ci in cis:
+            shared = sorted(set(where[ci][a]) & set(where[ci][b]))
+            shared = [si for si in shared if len(spans_by_chunk[ci][si].text) <= 500]
+            if shared:
+                item["description"] = spans_by_chunk[ci][shared[0]].text
+                break
+        related.append(item)
+    return {"entities": entities, "mentions": mentions, "related": related}

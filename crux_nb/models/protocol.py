@@ -1,0 +1,243 @@
+"""The model port: :class:`KnowledgeModel` and the shapes it exchanges.
+
+crux_nb talks to models through four task-level methods rather than one
+free-form ``generate_object`` call, so a deterministic offline model can answer
+every one of them honestly (see DESIGN.md section 4b). Every method returns
+plain JSON-like data (dicts, lists, strings, numbers) that the library validates
+with :func:`crux_nb.models.validate_output`, and takes a keyword ``repair``: the
+content-free issues (``[{"path", "code"}]``) of the previous attempt, or
+``None`` on a first attempt.
+
+Inputs (chunk ids and refs are opaque strings such as ``chunk:doc.md:c0003``)::
+
+    extract(chunks)            chunks  = [{"id", "text"}]
+    write_report(community)    community = {"community_id", "level",
+                                 "entities": [{"name", "description"?}],
+                                 "chunks": [{"ref", "text"}],            # leaf
+                                 "children": [{"community_id", "title", "summary",
+                                   "findings": [{"id", "statement", "evidence"}]}]}  # parent
+    map_findings(query, units) units   = [{"community_id", "level", "title", "summary",
+                                 "findings": [{"id", "statement"}]}]
+    rate(query, reports)       reports = [{"community_id", "title", "summary",
+                                 "findings": [{"id", "statement"}]}]
+
+Outputs::
+
+    extract       {"entities": [{"name", "type"?, "aliases", "description"?}],
+                   "mentions": [{"chunk_id", "name"}],
+                   "related": [{"from", "to", "description"?, "chunk_ids"}]}
+    write_report  {"title", "summary", "findings": [{"id"?, "statement", "evidence"}]}
+    map_findings  {"findings": [{"statement", "finding_ids", "score"}]}   # score 0..100
+    rate          {"ratings": [{"community_id", "rating"}]}              # rating 0..100
+"""
+
+from __future__ import annotations
+
+from typing import Any, NotRequired, Protocol, TypedDict, runtime_checkable
+
+from ..errors import ModelError, ParameterError
+
+__all__ = [
+    "KnowledgeModel",
+    "Issue",
+    "ChunkInput",
+    "CommunityInput",
+    "ReportOutput",
+    "UnitInput",
+    "MapOutput",
+    "RateOutput",
+    "ExtractOutput",
+    "CassetteMissError",
+    "TASK_PARAMS",
+    "task_input",
+    "invoke_task",
+    "check_model",
+]
+
+#: Positional parameters of each task method, in order.
+TASK_PARAMS: dict[str, tuple[str, ...]] = {
+    "extract": ("chunks",),
+    "write_report": ("community",),
+    "map_findings": ("query", "units"),
+    "rate": ("query", "reports"),
+}
+
+
+class Issue(TypedDict):
+    """A content-free validation issue: ``path`` like ``findings.[0].score``, ``code`` like ``too_big``."""
+
+    path: str
+    code: str
+
+
+class ChunkInput(TypedDict):
+    id: str
+    text: str
+
+
+class _EntityRef(TypedDict):
+    name: str
+    description: NotRequired[str]
+
+
+class _EvidenceChunk(TypedDict):
+    ref: str
+    text: str
+
+
+class _FindingInput(TypedDict):
+    id: str
+    statement: str
+    evidence: NotRequired[list[str]]
+
+
+class _ChildReport(TypedDict):
+    community_id: str
+    title: str
+    summary: str
+    findings: list[_FindingInput]
+
+
+class CommunityInput(TypedDict):
+    """``write_report`` input: leaves carry ``chunks``; parents carry ``children`` (and no chunks)."""
+
+    community_id: str
+    level: int
+    entities: list[_EntityRef]
+    chunks: list[_EvidenceChunk]
+    children: list[_ChildReport]
+
+
+class UnitInput(TypedDict):
+    """A report unit for ``map_findings`` (``rate`` takes the same without ``level``)."""
+
+    community_id: str
+    level: NotRequired[int]
+    title: str
+    summary: str
+    findings: list[_FindingInput]
+
+
+class _ReportFinding(TypedDict):
+    id: NotRequired[str]
+    statement: str
+    evidence: list[str]
+
+
+class ReportOutput(TypedDict):
+    title: str
+    summary: str
+    findings: list[_ReportFinding]
+
+
+class _MapFinding(TypedDict):
+    statement: str
+    finding_ids: list[str]
+    score: float
+
+
+class MapOutput(TypedDict):
+    findings: list[_MapFinding]
+
+
+class _Rating(TypedDict):
+    community_id: str
+    rating: float
+
+
+class RateOutput(TypedDict):
+    ratings: list[_Rating]
+
+
+class _Entity(TypedDict):
+    name: str
+    type: NotRequired[str]
+    aliases: list[str]
+    description: NotRequired[str]
+
+
+class _Mention(TypedDict):
+    chunk_id: str
+    name: str
+
+
+_Related = TypedDict("_Related", {"from": str, "to": str, "description": NotRequired[str], "chunk_ids": list[str]})
+
+
+class ExtractOutput(TypedDict):
+    entities: list[_Entity]
+    mentions: list[_Mention]
+    related: list[_Related]
+
+
+@runtime_checkable
+class KnowledgeModel(Protocol):
+    """What crux_nb needs from a model: a name, a fingerprint and four tasks.
+
+    ``fingerprint`` must change whenever the model's outputs could change
+    (name, version, options); it never contains secrets.
+    """
+
+    name: str
+    fingerprint: str
+
+    def extract(self, chunks: list[ChunkInput], *, repair: list[Issue] | None = None) -> ExtractOutput | Any:
+        """Entities, per-chunk mentions and entity-entity relations with their chunk ids."""
+        ...
+
+    def write_report(self, community: CommunityInput, *, repair: list[Issue] | None = None) -> ReportOutput | Any:
+        """A community report ``{title, summary, findings}`` citing evidence refs."""
+        ...
+
+    def map_findings(self, query: str, units: list[UnitInput], *, repair: list[Issue] | None = None) -> MapOutput | Any:
+        """Findings relevant to ``query``, each citing issued finding ids, scored 0..100."""
+        ...
+
+    def rate(self, query: str, reports: list[UnitInput], *, repair: list[Issue] | None = None) -> RateOutput | Any:
+        """A 0..100 relevance rating per community report."""
+        ...
+
+
+class CassetteMissError(ModelError):
+    """A replay cassette has no recording for a call (code ``cassette_miss``)."""
+
+    default_code = "cassette_miss"
+
+    def __init__(self, task: str, key: str, path: str):
+        super().__init__(
+            f"Cassette {path!r} has no recording for task '{task}' with key {key}.",
+            hint="re-record it with CassetteModel(inner=<model>, path=..., mode='record' or 'auto'), "
+            "or check that the inputs and the inner model fingerprint are unchanged.",
+        )
+        self.task = task
+        self.key = key
+        self.path = path
+
+
+def check_model(model: Any, *, owner: str = "crux_nb.models") -> None:
+    """Raise :class:`~crux_nb.errors.ParameterError` unless ``model`` is a usable KnowledgeModel."""
+    if not isinstance(model, KnowledgeModel):
+        raise ParameterError(owner, "model", "a KnowledgeModel (name, fingerprint and the four task methods)", model)
+    if not isinstance(model.name, str) or not model.name.strip():
+        raise ParameterError(owner, "model.name", "a non-empty string", model.name)
+    if not isinstance(model.fingerprint, str) or not model.fingerprint.strip():
+        raise ParameterError(owner, "model.fingerprint", "a non-empty string", model.fingerprint)
+
+
+def task_input(task: str, args: tuple) -> dict[str, Any]:
+    """The task's positional arguments as a ``{param: value}`` dict (for hashing and prompts)."""
+    try:
+        params = TASK_PARAMS[task]
+    except KeyError:
+        raise ParameterError("crux_nb.models", "task", f"one of {sorted(TASK_PARAMS)}", task) from None
+    if len(args) != len(params):
+        raise ParameterError(
+            "crux_nb.models", "args", f"{len(params)} positional argument(s) for {task} ({', '.join(params)})", args
+        )
+    return dict(zip(params, args))
+
+
+def invoke_task(model: Any, task: str, args: tuple, repair: list[dict[str, str]] | None) -> Any:
+    """Call ``model.<task>(*args, repair=repair)``."""
+    task_input(task, args)
+    return getattr(model, task)(*args, repair=repair)
