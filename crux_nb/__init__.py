@@ -7,7 +7,7 @@
 ['c0000']
 """
 
-from . import errors, refs
+from . import errors, io, refs
 from .refs import ChunkRef, DocumentRef, EntityRef, ParentRef, decode_ref, encode_ref
 from .community.config import communities
 from .store import KnowledgeBase, knowledge_base
@@ -16,6 +16,6 @@ from .store.persist import open_knowledge_base as open
 __version__ = "0.1.0"
 
 __all__ = [
-    "KnowledgeBase", "knowledge_base", "communities", "open", "errors", "refs",
+    "KnowledgeBase", "knowledge_base", "communities", "open", "errors", "io", "refs",
     "ChunkRef", "DocumentRef", "EntityRef", "ParentRef", "decode_ref", "encode_ref", "__version__",
 ]

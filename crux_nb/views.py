@@ -163,11 +163,13 @@ class View:
         return CommunitySurface(self.kb, config, scope=f"view:{self.id}@{revision}",
                                 visible_sources=lambda state: set(self.resolve().members), view=(self.id, revision))
 
-    def recipe(self, steps: list | None = None, *, id: str | None = None, model: Any = None, concurrency: int = 4):
+    def recipe(self, steps: list | None = None, *, id: str | None = None, model: Any = None, concurrency: int = 4,
+               executor: Any = None):
         """A recipe over this view: retrieval, hydration and communities see only its members."""
         from .retrieval.recipe import Recipe
 
-        return Recipe.bind(self.kb, steps=steps, id=id, model=model, concurrency=concurrency, view=self)
+        return Recipe.bind(self.kb, steps=steps, id=id, model=model, concurrency=concurrency, view=self,
+                           executor=executor)
 
     def inspect(self) -> dict[str, Any]:
         return {"id": self.id, "namespace": self.kb.namespace, "where": self.where, "revision": self.pinned}

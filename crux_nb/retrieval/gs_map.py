@@ -41,32 +41,40 @@ class AdaptiveTrace:
     rating_calls: int
 
 
-def pack(units: list[Unit], budget: int | None = None) -> list[Batch]:
-    """Greedy packing in (level, id) order; a unit over the budget gets a batch of its own."""
+def pack(units: list[Unit], budget: int | None = None, *, rating: bool = False) -> list[Batch]:
+    """Greedy packing in (level, id) order; a unit over the budget gets a batch of its own.
+
+    ``rating`` measures units as rating calls see them (title and summary only)."""
     budget = BATCH_BUDGET if budget is None else budget
     batches: list[Batch] = []
     current: list[Unit] = []
     size = 0
     for unit in sorted(units, key=lambda u: (u.level, u.community_id)):
-        if current and size + unit.chars > budget:
+        chars = unit.rating_chars if rating else unit.chars
+        if current and size + chars > budget:
             batches.append(Batch(len(batches), tuple(current), size))
             current, size = [], 0
         current.append(unit)
-        size += unit.chars
+        size += chars
     if current:
         batches.append(Batch(len(batches), tuple(current), size))
     return batches
 
 
-def descend(units: list[Unit], rate: Any, *, max_calls: int) -> tuple[set[str], AdaptiveTrace, list[dict]]:
+def descend(units: list[Unit], rate: Any, *, max_calls: int, leaves: bool = True) -> tuple[set[str], AdaptiveTrace, list[dict]]:
     """Model-rated descent from the roots: rate children, descend into those rated >= 50.
 
-    ``rate(batch_units) -> {community_id: rating}`` makes one call per batch. Returns the visited
-    community ids, the trace and any truncation (the call budget cut the descent).
+    ``rate(batch_units) -> {community_id: rating}`` makes one call per batch. With ``leaves=False``
+    (overview, which never maps leaves) leaves are not rated. Returns the visited community ids,
+    the trace and any truncation (the call budget cut the descent).
     """
     by_parent: dict[str | None, list[Unit]] = {}
     for u in units:
         by_parent.setdefault(u.parent_id, []).append(u)
+    if not leaves:
+        parents = set(by_parent) - {None}
+        by_parent = {p: [u for u in kids if u.community_id in parents] for p, kids in by_parent.items() if p is not None} | {
+            None: by_parent.get(None, [])}
     roots = sorted(by_parent.get(None, []), key=lambda u: u.community_id)
     visited = [Rating(r.community_id, r.level, None, "visited") for r in roots]
     skipped: list[Rating] = []
@@ -74,7 +82,7 @@ def descend(units: list[Unit], rate: Any, *, max_calls: int) -> tuple[set[str], 
     frontier = sorted((c for r in roots for c in by_parent.get(r.community_id, [])), key=lambda u: (u.level, u.community_id))
     calls = 0
     while frontier:
-        batches = pack(frontier)
+        batches = pack(frontier, rating=True)
         ratings: dict[str, float] = {}
         for k, batch in enumerate(batches):
             if calls >= max_calls:
@@ -109,8 +117,11 @@ def candidates(output: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def reduce(cands: list[dict[str, Any]], units: list[Unit], *, namespace: str, limit: int) -> list[FindingHit]:
-    """Merge by cited id set (max score, ties to the smaller community id), sort, cut, cite."""
+def reduce(cands: list[dict[str, Any]], units: list[Unit], *, namespace: str, limit: int,
+           cited: dict[str, tuple[str, ...]] | None = None) -> list[FindingHit]:
+    """Merge by cited id set (max score, ties to the smaller community id), sort, cut, cite.
+
+    ``cited`` (if given) receives each hit's finding target → the unit finding ids it cites."""
     merged: dict[str, dict[str, Any]] = {}
     for c in cands:
         key = "|".join(c["finding_ids"])
@@ -134,6 +145,8 @@ def reduce(cands: list[dict[str, Any]], units: list[Unit], *, namespace: str, li
             finding_target="finding:" + stable_hash({"statement": c["statement"], "ids": list(c["finding_ids"])}),
             supports=tuple(supports), assertion_refs=tuple(AssertionRef(a) for a in assertions),
             lineage=lineage or Lineage(None, "unknown", c["community_id"]))
+        if cited is not None:
+            cited[citation.finding_target] = c["finding_ids"]
         hits.append(FindingHit(namespace=namespace, content=c["statement"],
                                score=min(1.0, max(MIN_SCORE, c["score"] / 100)), citation=citation))
     return hits

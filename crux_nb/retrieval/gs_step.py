@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import ParameterError, RetrievalRunError
-from .gs_map import MAX_CALLS, AdaptiveTrace, Batch, candidates, descend, pack, reduce
+from .gs_map import MAX_CALLS, THRESHOLD, AdaptiveTrace, Batch, candidates, descend, pack, reduce
 from .gs_units import Freshness, Unit, auto_detail, resolve, select_detail, total_chars
 from .knowledge import KnowledgeTrace
 from .steps import Step, check_int
@@ -95,7 +95,8 @@ class GlobalSearchStep(Step):
         available = select_detail(list(freshness.units), detail)
         adaptive, truncations = None, ()
         if self.scan == "adaptive" and rate is not None:
-            visited, adaptive, cut = descend(list(freshness.units), rate, max_calls=MAX_CALLS)
+            visited, adaptive, cut = descend(list(freshness.units), rate, max_calls=MAX_CALLS,
+                                             leaves=detail == "detailed")
             selected = [u for u in available if u.community_id in visited]
             truncations = tuple(cut)
         else:
@@ -126,7 +127,7 @@ class GlobalSearchStep(Step):
         log = CallLog()
 
         def rate(units: list[Unit], k: int) -> dict[str, float]:
-            out = call_task(self.model, "rate", query, [u.payload() for u in units],
+            out = call_task(self.model, "rate", query, [u.rating_payload() for u in units],
                             prompt_id=f"globalSearch:rate:{k + 1}", log=log)
             return {r["community_id"]: r["rating"] for r in out["ratings"]}
 
@@ -134,9 +135,10 @@ class GlobalSearchStep(Step):
         preflight = Preflight(len(sel.selected), len(sel.batches), sum(b.input_chars for b in sel.batches),
                               len(sel.batches), sel.freshness.coverage, sel.detail, self.scan)
         _admit(context, preflight)
-        outputs = self._map(query, sel.batches, log, context.concurrency)
+        outputs = self._map(query, sel.batches, log, context.concurrency, context.executor)
         cands = [c for out in outputs for c in candidates(out)]
-        hits = reduce(cands, list(sel.freshness.units), namespace=context.namespace, limit=self.limit)
+        cited: dict[str, tuple[str, ...]] = {}
+        hits = reduce(cands, list(sel.freshness.units), namespace=context.namespace, limit=self.limit, cited=cited)
         trace = KnowledgeTrace(
             contributor="global-search", coverage=sel.freshness.coverage, coverage_basis=sel.freshness.basis,
             generations=sel.freshness.generations, view=_view(context), scan=self.scan, detail=sel.detail,
@@ -144,10 +146,14 @@ class GlobalSearchStep(Step):
             processed={"reports": len(sel.selected), "findings": sum(len(u.findings) for u in sel.selected)},
             adaptive=sel.adaptive, preflight=preflight.to_dict(), truncations=sel.truncations, calls=log)
         details = {"units": sel.freshness.units, "batches": sel.batches, "excluded": sel.freshness.excluded,
-                   "selected": tuple(u.community_id for u in sel.selected)}
-        return StepOutput(hits=tuple(hits), knowledge=trace, details=details)
+                   "selected": tuple(u.community_id for u in sel.selected), "cited": cited}
+        warnings = ()
+        if self.scan == "adaptive" and sel.available and not sel.selected:
+            warnings = (f"global_search adaptive scan selected none of {len(sel.available)} {sel.detail} reports "
+                        f"(no community on the way down was rated {THRESHOLD} or more).",)
+        return StepOutput(hits=tuple(hits), knowledge=trace, details=details, warnings=warnings)
 
-    def _map(self, query: str, batches: tuple[Batch, ...], log: Any, concurrency: int) -> list[dict]:
+    def _map(self, query: str, batches: tuple[Batch, ...], log: Any, concurrency: int, executor: Any) -> list[dict]:
         from ..models import call_task
 
         def one(batch: Batch) -> dict:
@@ -155,6 +161,9 @@ class GlobalSearchStep(Step):
             return call_task(self.model, "map_findings", query, [u.payload() for u in batch.units],
                              prompt_id=f"globalSearch:batch:{batch.index + 1}", issued_ids=issued, log=log)
 
+        if executor is not None:  # e.g. a dask.distributed.Client: results gathered in batch order
+            futures = [executor.submit(one, b) for b in batches]
+            return [f.result() for f in futures]
         if len(batches) < 2 or concurrency < 2:
             return [one(b) for b in batches]
         with ThreadPoolExecutor(min(concurrency, len(batches))) as pool:

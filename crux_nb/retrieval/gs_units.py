@@ -52,6 +52,14 @@ class Unit:
         """Upstream's measure: title + summary + every finding statement (in code points)."""
         return len(self.title) + len(self.summary) + sum(len(f.statement) for f in self.findings)
 
+    @property
+    def rating_chars(self) -> int:
+        """What a rating call reads: title and summary (findings are for map calls)."""
+        return len(self.title) + len(self.summary)
+
+    def rating_payload(self) -> dict[str, Any]:
+        return {"community_id": self.community_id, "title": self.title, "summary": self.summary, "findings": []}
+
     def payload(self) -> dict[str, Any]:
         return {"community_id": self.community_id, "level": self.level, "title": self.title, "summary": self.summary,
                 "findings": [{"id": f.id, "statement": f.statement} for f in self.findings]}

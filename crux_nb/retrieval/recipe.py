@@ -64,10 +64,11 @@ class Recipe:
     fingerprint: str = ""
     concurrency: int = 4
     view: Any = None
+    executor: Any = None
 
     @classmethod
     def bind(cls, kb: Any, *, steps: list | None, id: str | None, model: Any, concurrency: int = 4,
-             view: Any = None) -> Recipe:
+             view: Any = None, executor: Any = None) -> Recipe:
         steps = [retrieve()] if steps is None else steps
         if isinstance(steps, (str, bytes)) or not hasattr(steps, "__iter__"):
             raise ParameterError("kb.recipe()", "steps", "a list of steps", steps)
@@ -84,8 +85,11 @@ class Recipe:
         from .steps import check_int
 
         concurrency = check_int("kb.recipe()", "concurrency", concurrency, minimum=1)
+        if executor is not None and not callable(getattr(executor, "submit", None)):
+            raise ParameterError("kb.recipe()", "executor", "an object with submit() (an executor or a Dask client)",
+                                 executor)
         return cls(id=recipe_id, steps=tuple(steps), kb=kb, model=model, fingerprint=fingerprint, concurrency=concurrency,
-                   view=view)
+                   view=view, executor=executor)
 
     def retrieve(self, query: str, *, filter: dict | None = None, limit: int | None = None, admit: Any = None) -> HitList:
         """Run the recipe and return its hits."""
@@ -138,7 +142,8 @@ class Recipe:
             communities = self.view.communities
         return StepContext(recipe_id=self.id, namespace=self.kb.namespace, request=request, state=self.kb.state,
                            knowledge=KnowledgeBinding(self.kb.reader, self.kb.namespace, request.filter, members),
-                           model=self.model, communities=communities, concurrency=self.concurrency, members=members)
+                           model=self.model, communities=communities, concurrency=self.concurrency, members=members,
+                           executor=self.executor)
 
     def plan(self, query: str):
         """The global-search preflight (reports, batches, input characters, calls) without any model call."""

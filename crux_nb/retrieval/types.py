@@ -102,4 +102,5 @@ class StepContext:
     communities: Any = None
     concurrency: int = 4
     members: frozenset[str] | None = None
+    executor: Any = None  # a concurrent.futures executor or dask.distributed.Client for model calls
     extras: Mapping[str, Any] = field(default_factory=dict)

@@ -59,6 +59,7 @@ class KnowledgeBase:
         self.communities_config = None
         self._communities = None
         self._views: dict[str, dict] = {}
+        self.graphrag = None  # import details, set by crux_nb.io.read_graphrag (in memory only)
         self._view_revisions: dict[tuple[str, str], tuple] = {}
 
     # ----------------------------------------------------------------- frames
@@ -206,13 +207,15 @@ class KnowledgeBase:
                 self._reader = GraphReader(self._state, namespace=self.namespace)
             return self._reader
 
-    def recipe(self, steps: list | None = None, *, id: str | None = None, model: Any = None, concurrency: int = 4):
+    def recipe(self, steps: list | None = None, *, id: str | None = None, model: Any = None, concurrency: int = 4,
+               executor: Any = None):
         """A retrieval recipe bound to this knowledge base (one ``retrieve()`` step by default).
 
-        ``concurrency`` bounds the model calls a step may run at once (global-search map batches)."""
+        ``concurrency`` bounds the model calls a step may run at once (global-search map batches);
+        ``executor`` (a ``concurrent.futures`` executor or a ``dask.distributed.Client``) runs them instead."""
         from ..retrieval.recipe import Recipe
 
-        return Recipe.bind(self, steps=steps, id=id, model=model, concurrency=concurrency)
+        return Recipe.bind(self, steps=steps, id=id, model=model, concurrency=concurrency, executor=executor)
 
     def save(self, path: str | os.PathLike) -> str:
         """Save as a new generation of Parquet files; returns the generation id."""

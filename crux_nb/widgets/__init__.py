@@ -12,3 +12,13 @@ from ._expansion_html import expansion_html, expansion_svg
 from .expansion import ExpansionView
 
 __all__ = ["ExpansionView", "ExpansionData", "expansion_data", "expansion_html", "expansion_svg", "path_text"]
+
+from ._coverage_data import CoverageData, CoverageFinding, coverage_data
+from ._coverage_html import coverage_html, coverage_svg
+from ._explorer_data import CommunityInfo, ExplorerData, explorer_data
+from ._explorer_html import explorer_html, explorer_svg
+from .coverage import CoverageView
+from .explorer import CommunityExplorer
+
+__all__ += ["CoverageView", "CoverageData", "CoverageFinding", "coverage_data", "coverage_html", "coverage_svg",
+            "CommunityExplorer", "CommunityInfo", "ExplorerData", "explorer_data", "explorer_html", "explorer_svg"]

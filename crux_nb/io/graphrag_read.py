@@ -1,0 +1,387 @@
+"""``read_graphrag``: a GraphRAG output folder as a crux_nb knowledge base.
+
+What becomes what:
+
+* **documents** — one per GraphRAG document. The source id is the document's
+  ``title`` (its file name, e.g. ``a-christmas-carol.txt``) when every title is
+  present and unique, otherwise the GraphRAG document ``id`` for every document.
+* **chunks** — one per text unit. The chunk id is the text unit id, except for
+  folders written by :func:`~crux_nb.io.write_graphrag`, whose text unit ids are
+  ``<source>:<chunk>`` (escaped as in chunk refs) and give the original chunk id
+  back. The ordinal is the text unit's position in its document's
+  ``text_unit_ids`` (else the ``human_readable_id`` order). No sections.
+* **entities** — entity id = the GraphRAG entity ``id`` (the ``title`` when there
+  is no id column), canonical name = ``title``, with ``type`` and ``description``.
+  Titles that relationships name but the entities table lacks become placeholder
+  entities whose id and name are the title.
+* **edges** (stage ``graphrag``, provenance ``derived``) — ``mentions`` (chunk →
+  entity) for every text unit of an entity, evidence that chunk; ``related``
+  (symmetric) for every relationship with its text units as evidence, its
+  description and weight. Relationships naming the same pair (in either
+  direction) become one edge: weights add up, descriptions are joined.
+* **communities and reports** — see :mod:`crux_nb.io.graphrag_communities`.
+
+GraphRAG's own ids, human readable ids and levels are kept on ``kb.graphrag``
+(a :class:`GraphRAGImport`), together with the import counts.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from .._hashing import stable_hash, stable_id
+from ..errors import InputError, ParameterError
+from ..refs import ChunkRef, EntityRef, decode_ref, encode_ref
+from ..schema import coerce, empty_frame, frozen_metadata
+from ..store.state import KBState
+from .graphrag_refs import ReferenceCounts
+from .graphrag_tables import GraphRAGTables, load_tables, missing
+
+__all__ = ["read_graphrag", "GraphRAGImport", "STAGE"]
+
+STAGE = "graphrag"
+PROVENANCE = "derived"
+
+
+@dataclass(frozen=True)
+class GraphRAGImport:
+    """How a GraphRAG folder was imported: counts, reference resolution, and GraphRAG's ids by crux id."""
+
+    folder: str
+    layout: str
+    counts: dict[str, int]
+    references: ReferenceCounts
+    notes: tuple[str, ...] = ()
+    documents: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
+    text_units: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
+    entities: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
+    relationships: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
+    communities: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
+    covariates: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
+
+    def to_frame(self) -> pd.DataFrame:
+        """The counts and the reference resolution as one two-column frame."""
+        refs = self.references
+        rows = list(self.counts.items()) + [
+            ("findings", refs.findings), ("findings with resolved references", refs.findings_resolved),
+            ("findings on community text units (fallback)", refs.findings_fallback),
+            ("references cited", refs.references), ("references resolved", refs.resolved),
+            ("references unresolved", refs.unresolved), ("'+more' markers", refs.more_markers)]
+        return pd.DataFrame(rows, columns=["what", "count"])
+
+    def __repr__(self) -> str:
+        c = self.counts
+        return (f"GraphRAGImport(chunks={c.get('chunks')}, entities={c.get('entities')}, "
+                f"mentions={c.get('mentions')}, related={c.get('related')}, communities={c.get('communities')}, "
+                f"references_resolved={self.references.resolved}/{self.references.references})")
+
+
+def read_graphrag(path: str | os.PathLike, *, id: str = "graphrag", namespace: str | None = None,
+                  communities: Any = None):
+    """Read a GraphRAG output folder (GraphRAG 0.x-3.x layouts) into a :class:`~crux_nb.KnowledgeBase`.
+
+    ``communities`` is the configuration the imported reports are published under
+    (``crux_nb.communities(model=...)``; default the offline model): the imported
+    generation is ``ready`` for it, so ``global_search`` maps GraphRAG's own reports.
+    The returned knowledge base carries the import details on ``kb.graphrag``.
+    """
+    from ..community.config import CommunitiesConfig, communities as make_config
+    from ..store.knowledge_base import KnowledgeBase, _check_name
+    from .graphrag_communities import build_generation
+
+    _check_name("read_graphrag()", "id", id)
+    namespace = id if namespace is None else _check_name("read_graphrag()", "namespace", namespace)
+    if communities is None:
+        from ..models import OfflineModel
+
+        communities = make_config(model=OfflineModel())
+    if not isinstance(communities, CommunitiesConfig):
+        raise ParameterError("read_graphrag()", "communities", "a configuration from crux_nb.communities(model=...)",
+                             communities)
+    tables = load_tables(path)
+    build = _GraphBuilder(tables)
+    state = build.state()
+    state, refs, comm_info = build_generation(state, tables, build, communities)
+    kb = KnowledgeBase(id=id, namespace=namespace, state=state)
+    kb.configure_communities(communities)
+    counts = {"documents": len(state.documents), "chunks": len(state.chunks), "entities": len(state.entities),
+              "placeholder_entities": build.placeholders, "mentions": build.n_mentions, "related": build.n_related,
+              "relationships": len(build.rel_map), "relationships_merged": len(build.rel_map) - build.n_related
+              - build.rel_dropped, "relationships_without_evidence": build.rel_dropped,
+              "unknown_text_unit_ids": build.unknown_tu, **comm_info["counts"]}
+    kb.graphrag = GraphRAGImport(  # type: ignore[attr-defined]
+        folder=str(tables.folder), layout=tables.layout, counts=counts, references=refs,
+        notes=tuple(build.notes + comm_info["notes"]), documents=build.doc_map, text_units=build.tu_map,
+        entities=build.entity_map, relationships=build.rel_map, communities=comm_info["map"],
+        covariates=build.covariates)
+    return kb
+
+
+def chunk_id_for(text_unit_id: str, source_id: str) -> str:
+    """The chunk id of a text unit: ``write_graphrag``'s ``<source>:<chunk>`` ids give the chunk id back."""
+    if ":" in text_unit_id:
+        ref = decode_ref("chunk:" + text_unit_id)
+        if isinstance(ref, ChunkRef) and ref.source_id == source_id:
+            return ref.chunk_id
+    return text_unit_id
+
+
+class _GraphBuilder:
+    """Documents, chunks, entities and edges from the tables, with the lookups reports need."""
+
+    def __init__(self, tables: GraphRAGTables):
+        self.t = tables
+        self.notes: list[str] = []
+        self.unknown_tu = 0
+        self.placeholders = 0
+
+    # -------------------------------------------------------------- sources
+    def _documents(self) -> tuple[dict[str, dict], dict[str, str]]:
+        """GraphRAG documents by id, and the document id of every text unit."""
+        t = self.t
+        docs: dict[str, dict] = {}
+        if t.has("documents"):
+            for row in t.frames["documents"].to_dict("records"):
+                if row["id"] is not None:
+                    docs[row["id"]] = row
+        tu_doc: dict[str, str] = {}
+        ids = t.column("text_units", "id")
+        if t.has("text_units", "document_id") or t.has("text_units", "document_ids"):
+            single = t.column("text_units", "document_id")
+            multi = t.column("text_units", "document_ids", [])
+            for tu, one, many in zip(ids, single, multi):
+                doc = one if one is not None else (many[0] if many else None)
+                if doc is not None:
+                    tu_doc[tu] = doc
+            if any(len(m) > 1 for m in multi):
+                self.notes.append("text units shared by several documents were given to their first document")
+        for doc_id, row in docs.items():
+            for tu in row.get("text_unit_ids") or ():
+                tu_doc.setdefault(tu, doc_id)
+        if not tu_doc and ids:
+            t.require("text_units", "document_id", "document_ids",
+                      why="to know each text unit's document (the documents table has no text_unit_ids either)")
+        for doc_id in dict.fromkeys(tu_doc.values()):
+            docs.setdefault(doc_id, {"id": doc_id, "title": None, "text": None})
+        return docs, tu_doc
+
+    def chunks(self) -> None:
+        t = self.t
+        docs, tu_doc = self._documents()
+        titles = [d.get("title") for d in docs.values()]
+        by_title = all(isinstance(x, str) and x.strip() for x in titles) and len(set(titles)) == len(titles)
+        self.source_of_doc = {d: (row["title"] if by_title else d) for d, row in docs.items()}
+        frame = t.frames["text_units"]
+        hrid = t.column("text_units", "human_readable_id")
+        order = {tu: (k if h is None else h, k) for k, (tu, h) in enumerate(zip(frame["id"], hrid))}
+        position = {tu: i for row in docs.values() for i, tu in enumerate(row.get("text_unit_ids") or ())}
+        rows, tu_rows, seen = [], [], set()
+        for k, rec in enumerate(frame.to_dict("records")):
+            tu = rec["id"]
+            if tu is None or tu in seen:
+                raise InputError(f"GraphRAG table {t.files['text_units']!r} row {k}: text unit id {tu!r} is "
+                                 "missing or repeated.", code="graphrag_invalid_value")
+            seen.add(tu)
+            doc = tu_doc.get(tu)
+            if doc is None:
+                raise InputError(f"GraphRAG text unit {tu!r} belongs to no document.", code="graphrag_invalid_value")
+            source = self.source_of_doc[doc]
+            rows.append({"tu": tu, "source_id": source, "chunk_id": chunk_id_for(tu, source),
+                         "key": (position.get(tu, len(position) + order[tu][0]), order[tu]), "content": rec["text"] or ""})
+            tu_rows.append({"graphrag_id": tu, "human_readable_id": order[tu][0], "n_tokens": rec.get("n_tokens"),
+                            "document_id": doc})
+        rows.sort(key=lambda r: (r["source_id"], r["key"]))
+        ordinal: dict[str, int] = {}
+        for r in rows:
+            r["ordinal"] = ordinal[r["source_id"]] = ordinal.get(r["source_id"], -1) + 1
+            r["ref"] = encode_ref(ChunkRef(r["source_id"], r["chunk_id"]))
+        self.chunk_of = {r["tu"]: r["ref"] for r in rows}
+        self.source_of_chunk = {r["ref"]: r["source_id"] for r in rows}
+        self.chunk_hrid = {str(h["human_readable_id"]): (self.chunk_of[h["graphrag_id"]],) for h in tu_rows}
+        meta = {d: frozen_metadata(row.get("metadata") if isinstance(row.get("metadata"), dict) else {})
+                for d, row in docs.items()}
+        chunk_rows = [{"ref": r["ref"], "source_id": r["source_id"], "chunk_id": r["chunk_id"], "parent_id": None,
+                       "ordinal": r["ordinal"], "content": r["content"], "n_chars": len(r["content"]),
+                       "metadata": meta[tu_doc[r["tu"]]]} for r in rows]
+        self.chunk_frame = _frame(chunk_rows, "chunks", ["source_id", "ordinal", "chunk_id"])
+        doc_rows, map_rows, by_source = [], [], {}
+        for r in rows:
+            by_source.setdefault(r["source_id"], []).append(r)
+        for d, row in docs.items():
+            source = self.source_of_doc[d]
+            mine = by_source.get(source, [])
+            text = row.get("text") if isinstance(row.get("text"), str) else "\n\n".join(r["content"] for r in mine)
+            doc_rows.append({"source_id": source, "title": row.get("title") or source, "path": None,
+                             "media_type": "text/plain", "content_hash": stable_hash({"text": text}),
+                             "n_chunks": len(mine), "n_chars": len(text), "metadata": meta[d]})
+            map_rows.append({"source_id": source, "graphrag_id": d, "human_readable_id": row.get("human_readable_id"),
+                             "title": row.get("title"), "creation_date": row.get("creation_date")})
+        self.doc_frame = _frame(doc_rows, "documents", ["source_id"])
+        self.doc_map = pd.DataFrame(map_rows, columns=["source_id", "graphrag_id", "human_readable_id", "title",
+                                                       "creation_date"])
+        self.tu_map = pd.DataFrame([{"chunk_ref": self.chunk_of[h["graphrag_id"]], **h} for h in tu_rows],
+                                   columns=["chunk_ref", "graphrag_id", "human_readable_id", "n_tokens", "document_id"])
+
+    def known_chunks(self, ids: list[str]) -> list[str]:
+        """Chunk refs of text unit ids (legacy comma-joined ids split); unknown ids are counted."""
+        out = []
+        for tu in ids:
+            if tu in self.chunk_of:
+                out.append(self.chunk_of[tu])
+            elif "," in tu and all(p.strip() in self.chunk_of for p in tu.split(",")):
+                out += [self.chunk_of[p.strip()] for p in tu.split(",")]
+            else:
+                self.unknown_tu += 1
+        return list(dict.fromkeys(out))
+
+    # -------------------------------------------------------------- entities
+    def entities(self) -> None:
+        t = self.t
+        frame = t.frames["entities"]
+        ids = t.column("entities", "id")
+        hrid = t.column("entities", "human_readable_id")
+        rows, map_rows, self.entity_of_title, self.entity_of_id = [], [], {}, {}
+        tu_lists = t.column("entities", "text_unit_ids", None)
+        if not t.has("entities", "text_unit_ids") and t.has("text_units", "entity_ids"):
+            by_entity: dict[str, list[str]] = {}
+            for tu, ents in zip(t.column("text_units", "id"), t.column("text_units", "entity_ids")):
+                for e in ents:
+                    by_entity.setdefault(e, []).append(tu)
+            tu_lists = [by_entity.get(i, []) for i in ids]
+        self.entity_chunks: dict[str, tuple[str, ...]] = {}
+        self.entity_hrid: dict[str, tuple[str, ...]] = {}
+        for k, rec in enumerate(frame.to_dict("records")):
+            title = (rec["title"] or "").strip()
+            if not title:
+                self.notes.append(f"entity row {k} has no title and was skipped")
+                continue
+            eid = ids[k] if ids[k] else title
+            if eid in self.entity_of_id:
+                raise InputError(f"GraphRAG entity id {eid!r} is repeated.", code="graphrag_invalid_value")
+            ref = encode_ref(EntityRef(eid))
+            self.entity_of_id[eid] = ref
+            self.entity_of_title.setdefault(title, ref)
+            chunks = tuple(self.known_chunks(tu_lists[k] or []))
+            self.entity_chunks[ref] = chunks
+            self.entity_hrid[str(k if hrid[k] is None else hrid[k])] = chunks
+            rows.append({"entity_id": eid, "ref": ref, "canonical_name": title, "type": _text(rec.get("type")),
+                         "aliases": (), "description": _text(rec.get("description"))})
+            map_rows.append({"entity_id": eid, "graphrag_id": ids[k], "human_readable_id": k if hrid[k] is None
+                             else hrid[k], "title": title, "frequency": rec.get("frequency"),
+                             "degree": rec.get("degree"), "placeholder": False})
+        self.entity_rows, self.entity_map_rows = rows, map_rows
+
+    def _entity_for_title(self, title: str) -> str:
+        ref = self.entity_of_title.get(title)
+        if ref is None:  # a relationship end the entities table lacks: a placeholder entity
+            eid = title if title not in self.entity_of_id else f"{title} (graphrag title)"
+            ref = encode_ref(EntityRef(eid))
+            self.entity_of_id[eid] = self.entity_of_title[title] = ref
+            self.entity_rows.append({"entity_id": eid, "ref": ref, "canonical_name": title, "type": None,
+                                     "aliases": (), "description": None})
+            self.entity_map_rows.append({"entity_id": eid, "graphrag_id": None, "human_readable_id": None,
+                                         "title": title, "frequency": None, "degree": None, "placeholder": True})
+            self.placeholders += 1
+        return ref
+
+    # ----------------------------------------------------------------- edges
+    def edges(self) -> None:
+        mention_rows = [(chunk, ref) for ref, chunks in self.entity_chunks.items() for chunk in chunks]
+        edges = [{"edge_id": stable_id("edge", {"type": "mentions", "from": c, "to": e, "direction": "directed",
+                                                "stage": STAGE}), "type": "mentions", "from_ref": c, "to_ref": e,
+                  "direction": "directed", "description": None, "weight": 1.0, "stage": STAGE}
+                 for c, e in mention_rows]
+        evidence = [{"edge_id": edge["edge_id"], "source_id": self.source_of_chunk[edge["from_ref"]],
+                     "chunk_ref": edge["from_ref"], "provenance": PROVENANCE} for edge in edges]
+        self.n_mentions = len(edges)
+        t = self.t
+        frame = t.frames["relationships"]
+        ids, hrid = t.column("relationships", "id"), t.column("relationships", "human_readable_id")
+        tu_lists = t.column("relationships", "text_unit_ids", None)
+        if not t.has("relationships", "text_unit_ids") and t.has("text_units", "relationship_ids"):
+            by_rel: dict[str, list[str]] = {}
+            for tu, rels in zip(t.column("text_units", "id"), t.column("text_units", "relationship_ids")):
+                for r in rels:
+                    by_rel.setdefault(r, []).append(tu)
+            tu_lists = [by_rel.get(i, []) for i in ids]
+        merged: dict[str, dict] = {}
+        map_rows, self.rel_hrid, self.rel_dropped, bad_weights = [], {}, 0, 0
+        for k, rec in enumerate(frame.to_dict("records")):
+            a, b = (rec["source"] or "").strip(), (rec["target"] or "").strip()
+            h = k if hrid[k] is None else hrid[k]
+            chunks = self.known_chunks(tu_lists[k] or []) if a and b else []
+            if not chunks:
+                self.rel_dropped += 1
+                map_rows.append({"edge_id": None, "graphrag_id": ids[k], "human_readable_id": h, "source": a,
+                                 "target": b, "weight": rec.get("weight"), "combined_degree": rec.get("combined_degree")})
+                continue
+            ends = sorted((self._entity_for_title(a), self._entity_for_title(b)))
+            edge_id = stable_id("edge", {"type": "related", "from": ends[0], "to": ends[1], "direction": "symmetric",
+                                         "stage": STAGE})
+            weight = rec.get("weight")
+            if weight is None or not weight > 0:
+                bad_weights += 1
+                weight = 1.0
+            entry = merged.setdefault(edge_id, {"edge_id": edge_id, "ends": ends, "weight": 0.0, "desc": [],
+                                                "chunks": []})
+            entry["weight"] += float(weight)
+            desc = _text(rec.get("description"))
+            if desc and desc not in entry["desc"]:
+                entry["desc"].append(desc)
+            entry["chunks"] += [c for c in chunks if c not in entry["chunks"]]
+            self.rel_hrid[str(h)] = tuple(chunks)
+            map_rows.append({"edge_id": edge_id, "graphrag_id": ids[k], "human_readable_id": h, "source": a,
+                             "target": b, "weight": rec.get("weight"), "combined_degree": rec.get("combined_degree")})
+        for m in merged.values():
+            edges.append({"edge_id": m["edge_id"], "type": "related", "from_ref": m["ends"][0], "to_ref": m["ends"][1],
+                          "direction": "symmetric", "description": "\n".join(m["desc"]) or None,
+                          "weight": m["weight"], "stage": STAGE})
+            evidence += [{"edge_id": m["edge_id"], "source_id": self.source_of_chunk[c], "chunk_ref": c,
+                          "provenance": PROVENANCE} for c in m["chunks"]]
+        self.n_related = len(merged)
+        if bad_weights:
+            self.notes.append(f"{bad_weights} relationships without a positive weight were given weight 1.0")
+        if self.rel_dropped:
+            self.notes.append(f"{self.rel_dropped} relationships without a known text unit were left out "
+                              "(every crux_nb edge needs evidence)")
+        self.rel_map = pd.DataFrame(map_rows, columns=["edge_id", "graphrag_id", "human_readable_id", "source",
+                                                       "target", "weight", "combined_degree"])
+        self.edge_frame = _frame(edges, "edges", ["edge_id"])
+        self.evidence_frame = _frame(evidence, "edge_evidence", ["edge_id", "chunk_ref", "provenance"])
+
+    def state(self) -> KBState:
+        self.chunks()
+        self.entities()
+        self.edges()
+        self.entity_frame = _frame(self.entity_rows, "entities", ["entity_id"])
+        self.entity_map = pd.DataFrame(self.entity_map_rows, columns=["entity_id", "graphrag_id", "human_readable_id",
+                                                                      "title", "frequency", "degree", "placeholder"])
+        self.covariates = self._covariates()
+        return KBState(documents=self.doc_frame, chunks=self.chunk_frame, entities=self.entity_frame,
+                       edges=self.edge_frame, edge_evidence=self.evidence_frame)
+
+    def _covariates(self) -> pd.DataFrame:
+        if not self.t.has("covariates"):
+            self.claim_hrid = {}
+            return pd.DataFrame()
+        frame = self.t.frames["covariates"].copy()
+        frame["chunk_ref"] = [self.chunk_of.get(tu) if tu else None for tu in frame["text_unit_id"]]
+        hrid = self.t.column("covariates", "human_readable_id")
+        self.claim_hrid = {str(k if h is None else h): (c,) for k, (h, c) in enumerate(zip(hrid, frame["chunk_ref"]))
+                           if isinstance(c, str)}
+        return frame
+
+
+def _text(value: Any) -> str | None:
+    return None if missing(value) or not str(value).strip() else str(value)
+
+
+def _frame(rows: list[dict], table: str, by: list[str]) -> pd.DataFrame:
+    if not rows:
+        return empty_frame(table)
+    frame = coerce(pd.DataFrame(rows), table)
+    return frame.sort_values(by, kind="stable").reset_index(drop=True)

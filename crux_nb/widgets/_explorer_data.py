@@ -1,0 +1,149 @@
+"""What the community explorer shows, read from a communities surface (``kb.communities`` or ``view.communities``).
+
+Pure data, no widgets. Reading never builds: a surface that was never prepared shows no
+communities, and a stale one shows its current (older) generation with a warning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Iterable, Mapping
+
+import pandas as pd
+
+from ..errors import ParameterError
+from ..refs import encode_ref, is_ref
+from ._coverage_data import chunk_texts
+
+__all__ = ["ExplorerData", "CommunityInfo", "ReportFindingInfo", "explorer_data", "EXPLORER_COLUMNS"]
+
+OWNER = "CommunityExplorer()"
+EXPLORER_COLUMNS = ["community_id", "level", "kind", "parent_id", "children", "n_chunks", "n_entities", "title",
+                    "findings", "evidence"]
+
+
+@dataclass(frozen=True)
+class ReportFindingInfo:
+    id: str
+    statement: str
+    evidence: tuple[str, ...]  # encoded refs
+    assertion_refs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CommunityInfo:
+    """One community of the current generation with its report (empty title/summary when it has none)."""
+
+    community_id: str
+    level: int
+    kind: str
+    parent_id: str | None
+    child_ids: tuple[str, ...]
+    n_chunks: int
+    n_entities: int
+    title: str
+    summary: str
+    findings: tuple[ReportFindingInfo, ...]
+    has_report: bool = True
+
+    @property
+    def evidence(self) -> tuple[str, ...]:
+        """Every chunk ref the report's findings cite, in finding order."""
+        return tuple(dict.fromkeys(r for f in self.findings for r in f.evidence))
+
+
+@dataclass(frozen=True)
+class ExplorerData:
+    scope: str
+    config_id: str
+    status: str
+    generation_id: str | None
+    view: tuple[str | None, str | None]
+    communities: tuple[CommunityInfo, ...]  # sorted by (level desc, id)
+    texts: Mapping[str, str] = field(default_factory=dict)  # encoded chunk ref -> text
+    kb_given: bool = False
+
+    @cached_property
+    def _by_id(self) -> dict[str, CommunityInfo]:
+        return {c.community_id: c for c in self.communities}
+
+    def find(self, community_id: str | None) -> CommunityInfo | None:
+        return self._by_id.get(community_id) if community_id is not None else None
+
+    @property
+    def levels(self) -> tuple[int, ...]:
+        return tuple(sorted({c.level for c in self.communities}, reverse=True))
+
+    def ancestors(self, community_id: str) -> tuple[str, ...]:
+        """The parent chain from the community up to its root (the community itself excluded)."""
+        out: list[str] = []
+        node = self.find(community_id)
+        while node is not None and node.parent_id is not None and node.parent_id not in out:
+            out.append(node.parent_id)
+            node = self.find(node.parent_id)
+        return tuple(out)
+
+    def depth(self, community_id: str) -> int:
+        return len([a for a in self.ancestors(community_id) if a in self._by_id])
+
+    def order(self) -> tuple[CommunityInfo, ...]:
+        """Depth-first tree order (what the drawing and the picker list)."""
+        from ._coverage_html import tree_layout
+        from ._explorer_html import explorer_nodes
+
+        _, order = tree_layout(explorer_nodes(self))
+        return tuple(self._by_id[i] for i in order)
+
+    def to_frame(self) -> pd.DataFrame:
+        rows = [{"community_id": c.community_id, "level": c.level, "kind": c.kind, "parent_id": c.parent_id,
+                 "children": len(c.child_ids), "n_chunks": c.n_chunks, "n_entities": c.n_entities, "title": c.title,
+                 "findings": len(c.findings), "evidence": " ".join(c.evidence)} for c in self.order()]
+        frame = pd.DataFrame(rows, columns=EXPLORER_COLUMNS)
+        frame = frame.astype({"level": "int64", "children": "int64", "n_chunks": "int64", "n_entities": "int64",
+                              "findings": "int64"})
+        for column in ("community_id", "kind", "parent_id", "title", "evidence"):
+            frame[column] = frame[column].astype("str")
+        return frame
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _refs(values: Iterable[Any]) -> tuple[str, ...]:
+    return tuple(encode_ref(v) if is_ref(v) else str(v) for v in values)
+
+
+def explorer_data(surface: Any, *, kb: Any = None) -> ExplorerData:
+    """Read the current generation of ``surface``; chunk texts through ``kb`` (default: the surface's kb)."""
+    from ..community.frames import read_reports
+
+    needed = ("kb", "scope", "frame", "status", "config")
+    if not all(hasattr(surface, a) for a in needed) or not callable(getattr(surface, "frame", None)):
+        hint = ("pass its communities: CommunityExplorer(kb.communities)" if hasattr(surface, "communities")
+                else "pass kb.communities (or view.communities) of a knowledge base with communities configured.")
+        raise ParameterError(OWNER, "surface", "a communities surface (kb.communities or view.communities)", surface,
+                             hint=hint)
+    if kb is not None and not callable(getattr(getattr(kb, "reader", None), "hydrate", None)):
+        raise ParameterError(OWNER, "kb", "a KnowledgeBase (whose reader hydrates chunk refs) or None", kb)
+    reader_kb = kb if kb is not None else surface.kb
+    state = surface.kb.state
+    frame = surface.frame("communities")
+    reports = {r.community_id: r for r in read_reports(state, surface.scope)}
+    infos = []
+    for row in frame.sort_values(["level", "community_id"], ascending=[False, True]).itertuples(index=False):
+        report = reports.get(row.community_id)
+        findings = tuple(ReportFindingInfo(str(f.id), f.statement, _refs(f.evidence), tuple(map(str, f.assertion_refs)))
+                         for f in (report.findings if report else ()))
+        children = row.child_ids if row.child_ids is not None else ()
+        infos.append(CommunityInfo(
+            community_id=str(row.community_id), level=int(row.level), kind=str(row.kind),
+            parent_id=_text(row.parent_id), child_ids=tuple(map(str, children)), n_chunks=int(row.n_chunks),
+            n_entities=int(row.n_entities), title=report.title if report else "",
+            summary=report.summary if report else "", findings=findings, has_report=report is not None))
+    refs = [r for c in infos for f in c.findings for r in f.evidence]
+    generation = frame["generation_id"].iloc[0] if len(frame) else None
+    return ExplorerData(scope=str(surface.scope), config_id=str(surface.config.id), status=str(surface.status()),
+                        generation_id=generation, view=tuple(getattr(surface, "view", (None, None))),
+                        communities=tuple(infos), texts=chunk_texts(reader_kb, refs), kb_given=True)
