@@ -79,7 +79,7 @@ class _Clusterer:
         self.ig.set_random_number_generator(random.Random(self.seed))
         try:
             part = g.community_leiden(objective_function="modularity", weights=[w for *_, w in links] or None,
-                                      resolution=resolution, n_iterations=-1)
+                                      resolution=resolution, n_iterations=2)
         finally:
             self.ig.set_random_number_generator(random)
             random.setstate(state)
