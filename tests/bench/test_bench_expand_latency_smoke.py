@@ -1,0 +1,38 @@
+"""Smoke test for ``bench/expand_latency.py``: the ``--small`` run finishes, checks its results against the
+networkx implementation of the same traversal (it asserts equality on every run), and prints a full table."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def rows(text: str) -> list[list[str]]:
+    lines = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| entity hops")]
+    return [[c.strip() for c in line.strip("|").split("|")] for line in lines if not set(line) <= set("|-: ")]
+
+
+def test_small_run_prints_every_row_with_numbers(tmp_path):
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "expand_latency.py"), "--small"], capture_output=True,
+                          text=True, timeout=900, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    table = rows(done.stdout)
+    assert {(r[0], r[1], r[2]) for r in table} == {(h, d, n) for h in ("free", "counted") for d in ("1", "2")
+                                                    for n in ("1", "10")}
+    for r in table:
+        for cell in r[3:6]:
+            assert float(cell) >= 0
+        assert re.fullmatch(r"\d+(\.\d+)?x", r[6])
+    assert [r[7] for r in table if (r[1], r[2]) == ("2", "10")] and all(
+        r[7] in ("pass", "miss") for r in table if (r[1], r[2]) == ("2", "10"))
+    assert re.search(r"checked equal to the networkx implementation \((\d+) checks\)", done.stdout)
+
+
+def test_table_parser_rejects_a_broken_table():
+    broken = "| entity hops | depth |\n| --- | --- |\n| free | 1 | 1 | x |\n"
+    table = rows(broken)
+    assert table and not table[0][3].replace(".", "").isdigit()
