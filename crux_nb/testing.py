@@ -20,7 +20,7 @@ from .schema import coerce, frozen_metadata
 from .store import KnowledgeBase
 from .store.state import KBState
 
-__all__ = ["make_kb", "assert_kb_equal"]
+__all__ = ["make_kb", "assert_kb_equal", "require_system"]
 
 
 def make_kb(*, chunks: Iterable[tuple], parents: Iterable[tuple] = (), id: str = "kb",
@@ -68,3 +68,17 @@ def assert_kb_equal(left: KnowledgeBase, right: KnowledgeBase) -> None:
     assert (left.id, left.namespace) == (right.id, right.namespace), "ids differ"
     for name, frame in left.frames().items():
         pd.testing.assert_frame_equal(frame, right.frames()[name], obj=f"kb.{name}")
+
+
+def require_system(available: bool, reason: str) -> None:
+    """In a test: skip with ``reason`` when a system component (a browser, a model server, shared data)
+    is missing; fail instead when the environment variable ``CRUX_REQUIRE_SYSTEM=1`` is set (CI)."""
+    import os
+
+    import pytest
+
+    if available:
+        return
+    if os.environ.get("CRUX_REQUIRE_SYSTEM") == "1":
+        pytest.fail(f"required system component missing (CRUX_REQUIRE_SYSTEM=1): {reason}")
+    pytest.skip(reason)

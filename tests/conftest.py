@@ -3,25 +3,16 @@ unless CRUX_REQUIRE_SYSTEM=1 (set by .ci/run), which turns those skips into fail
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 import crux_nb
 from crux_nb.datasets import load_sample
+from crux_nb.testing import require_system  # noqa: F401  (tests import it from here)
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
-
-
-def require_system(available: bool, reason: str) -> None:
-    """Skip with ``reason`` when a system component is missing; fail instead in CI."""
-    if available:
-        return
-    if os.environ.get("CRUX_REQUIRE_SYSTEM") == "1":
-        pytest.fail(f"required system component missing (CRUX_REQUIRE_SYSTEM=1): {reason}")
-    pytest.skip(reason)
 
 
 @pytest.fixture(scope="session")

@@ -274,8 +274,21 @@ def test_resolution_kinds(result):
 
     c = hit.citation
     recorded = replace(hit, citation=Recorded(c.finding_target, c.supports, c.assertion_refs, c.lineage, ("l1:f2",)))
-    data = coverage_data(replace(result, hits=type(result.hits)([hit, wrong, lost, recorded])))
-    assert [f.resolution for f in data.findings] == ["verified", "inferred", "unresolved", "recorded"]
+    hits4 = type(result.hits)([hit, wrong, lost, recorded])
+    # the step records each hit's cited ids: they resolve every hit whose target it knows
+    with_ids = coverage_data(replace(result, hits=hits4))
+    assert [f.resolution for f in with_ids.findings] == ["verified", "inferred", "verified", "verified"]
+    # without those records (an older trace), resolution falls back to the target hash and the supports
+    step = next(s for s in result.trace.steps if s.kind == "global-search")
+    bare = replace(step, details={k: v for k, v in step.details.items() if k != "cited"})
+    old_trace = replace(result.trace, steps=tuple(bare if s is step else s for s in result.trace.steps))
+    data = coverage_data(replace(result, trace=old_trace, hits=hits4))
+    assert [f.resolution for f in data.findings] == ["verified", "inferred", "unresolved", "verified"]
+    # ids recorded for a target they do not reproduce are shown as recorded, not verified
+    odd = replace(step, details={**step.details, "cited": {wrong.citation.finding_target: ("l1:f2",)}})
+    odd_trace = replace(result.trace, steps=tuple(odd if s is step else s for s in result.trace.steps))
+    assert coverage_data(replace(result, trace=odd_trace, hits=type(result.hits)([wrong]))).findings[0].resolution == \
+        "recorded"
     assert [[x.id for x in f.cited] for f in data.findings] == [["l1:f2"], ["l1:f2"], [], ["l1:f2"]]
     assert "not verified against the finding target" in coverage_html(replace(result, hits=type(result.hits)([wrong])))
 

@@ -386,7 +386,10 @@ def resolve_citation(statement: str, target: str, supports: tuple[str, ...], ass
     pool = sorted(pool, key=lambda f: f.id)
     if recorded is not None:
         by_id = {f.id: f for f in pool}
-        return tuple(by_id[i] for i in sorted(map(str, recorded)) if i in by_id), "recorded"
+        ids = sorted(map(str, recorded))
+        cited = tuple(by_id[i] for i in ids if i in by_id)
+        # the recorded ids are authoritative; they are "verified" when they also reproduce the target
+        return cited, "verified" if _target(statement, ids) == target else "recorded"
     wanted, asserted = set(supports), set(assertion_refs)
     candidates = [f for f in pool if set(f.supports) <= wanted and set(f.assertion_refs) <= asserted
                   and (f.supports or f.statement == statement)]

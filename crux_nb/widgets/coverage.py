@@ -17,6 +17,7 @@ import ipywidgets as widgets
 import pandas as pd
 import traitlets
 
+from ._base import SelectionView
 from ..errors import ParameterError
 from ._coverage_data import CoverageData, CoverageFinding, coverage_data
 from ._coverage_html import (batches_html, detail_html, findings_html, graph_html, header_html, overview_html,
@@ -25,7 +26,7 @@ from ._coverage_html import (batches_html, detail_html, findings_html, graph_htm
 __all__ = ["CoverageView"]
 
 
-class CoverageView(widgets.VBox):
+class CoverageView(SelectionView):
     """An interactive view of the ``global_search`` step of a retrieval result.
 
     ``result`` is a :class:`~crux_nb.retrieval.RetrievalResult` (or a saved
@@ -139,13 +140,7 @@ class CoverageView(widgets.VBox):
 
     @traitlets.observe("selected_target")
     def _on_target(self, change: dict) -> None:
-        if self.finding_select.value != change["new"]:
-            self._syncing = True
-            try:
-                self.finding_select.value = change["new"]
-            finally:
-                self._syncing = False
-        self._render()
+        self._follow(self.finding_select, change["new"])
 
     def _render(self) -> None:
         selected = self.selected
@@ -172,8 +167,3 @@ class CoverageView(widgets.VBox):
     def _repr_html_(self) -> str:
         return self.to_html()
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        bundle = super()._repr_mimebundle_(**kwargs) or {}
-        bundle["text/plain"] = repr(self)
-        bundle["text/html"] = self.to_html()
-        return bundle

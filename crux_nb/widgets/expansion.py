@@ -15,6 +15,7 @@ import ipywidgets as widgets
 import pandas as pd
 import traitlets
 
+from ._base import SelectionView
 from ..errors import ParameterError
 from ..retrieval.expand import Expansion
 from ._expansion_data import ExpansionData, expansion_data
@@ -23,7 +24,7 @@ from ._expansion_html import detail_html, graph_html, header_html, paths_html, s
 __all__ = ["ExpansionView"]
 
 
-class ExpansionView(widgets.VBox):
+class ExpansionView(SelectionView):
     """An interactive view of the ``expand_relations`` step of a retrieval result.
 
     ``result`` is a :class:`~crux_nb.retrieval.RetrievalResult` (or a saved
@@ -169,13 +170,7 @@ class ExpansionView(widgets.VBox):
 
     @traitlets.observe("selected_key")
     def _on_key(self, change: dict) -> None:
-        if self.hit_select.value != change["new"]:
-            self._syncing = True
-            try:
-                self.hit_select.value = change["new"]
-            finally:
-                self._syncing = False
-        self._render()
+        self._follow(self.hit_select, change["new"])
 
     def _render(self) -> None:
         shown, selected = self.visible, self.selected
@@ -199,8 +194,3 @@ class ExpansionView(widgets.VBox):
     def _repr_html_(self) -> str:
         return self.to_html()
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        bundle = super()._repr_mimebundle_(**kwargs) or {}
-        bundle["text/plain"] = repr(self)
-        bundle["text/html"] = self.to_html()
-        return bundle

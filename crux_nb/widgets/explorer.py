@@ -15,6 +15,7 @@ import ipywidgets as widgets
 import pandas as pd
 import traitlets
 
+from ._base import SelectionView
 from ..errors import ParameterError
 from ._explorer_data import CommunityInfo, ExplorerData, explorer_data
 from ._explorer_html import detail_html, header_html, static_html, table_html, tree_html
@@ -22,7 +23,7 @@ from ._explorer_html import detail_html, header_html, static_html, table_html, t
 __all__ = ["CommunityExplorer"]
 
 
-class CommunityExplorer(widgets.VBox):
+class CommunityExplorer(SelectionView):
     """An interactive view of ``surface`` (``kb.communities`` or ``view.communities``).
 
     ``kb`` (optional) reads chunk texts from another knowledge base than the surface's own.
@@ -109,13 +110,7 @@ class CommunityExplorer(widgets.VBox):
 
     @traitlets.observe("selected_id")
     def _on_id(self, change: dict) -> None:
-        if self.community_select.value != change["new"]:
-            self._syncing = True
-            try:
-                self.community_select.value = change["new"]
-            finally:
-                self._syncing = False
-        self._render()
+        self._follow(self.community_select, change["new"])
 
     def _render(self) -> None:
         selected = self.selected
@@ -136,8 +131,3 @@ class CommunityExplorer(widgets.VBox):
     def _repr_html_(self) -> str:
         return self.to_html()
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        bundle = super()._repr_mimebundle_(**kwargs) or {}
-        bundle["text/plain"] = repr(self)
-        bundle["text/html"] = self.to_html()
-        return bundle

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from crux_nb.testing import require_system
+
 TESTS = Path(__file__).resolve().parents[1]
 ROOT = TESTS.parent
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
@@ -34,14 +36,7 @@ START_TIMEOUT = 60.0
 
 
 def _require_system(available: bool, reason: str) -> None:
-    """tests/conftest.py's ``require_system`` (loaded by path: every conftest module is named 'conftest')."""
-    module = sys.modules.get("_crux_tests_conftest")
-    if module is None:
-        spec = importlib.util.spec_from_file_location("_crux_tests_conftest", TESTS / "conftest.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        sys.modules["_crux_tests_conftest"] = module
-    module.require_system(available, reason)
+    require_system(available, reason)
 
 
 def require_browser_stack() -> None:

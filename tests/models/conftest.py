@@ -27,22 +27,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SHARED_DATA = ROOT.parent / "shared" / "data"
 
 
-def require_system(available: bool, reason: str) -> None:
-    """Skip with ``reason`` when a system component is missing; fail instead when CRUX_REQUIRE_SYSTEM=1."""
-    if available:
-        return
-    if os.environ.get("CRUX_REQUIRE_SYSTEM") == "1":
-        pytest.fail(f"required system component missing (CRUX_REQUIRE_SYSTEM=1): {reason}")
-    pytest.skip(reason)
-
-
-@pytest.fixture(scope="session")
-def shared_data() -> Path:
-    require_system(SHARED_DATA.is_dir(), f"shared data not found at {SHARED_DATA}")
-    return SHARED_DATA
+from crux_nb.testing import require_system  # noqa: E402
 
 
 # --------------------------------------------------------------- fake server
