@@ -453,12 +453,9 @@ BUCKETS = ((0, 0, "0"), (0, 25, "(0, 25)"), (25, 50, "[25, 50)"), (50, 75, "[50,
 
 
 def rating_table(pairs: list[Pair], h: Hierarchy) -> str:
-    """Every rating the adaptive descents gave (one descent per question: the ratings do not depend on detail)."""
-    per_q: dict[str, dict[str, float]] = {}
-    for p in pairs:
-        have = per_q.setdefault(p.question.id, p.adaptive.ratings)
-        if have != p.adaptive.ratings:
-            raise AssertionError(f"{p.question.id}: adaptive ratings differ between details")
+    """Every rating the detailed adaptive descents gave (overview descents rate parents only, in other
+    batches, and the offline model's ratings depend on the batch)."""
+    per_q: dict[str, dict[str, float]] = {p.question.id: p.adaptive.ratings for p in pairs if p.detail == "detailed"}
     ratings = [(c, r) for rs in per_q.values() for c, r in rs.items()]
     rows = []
     for lo, hi, label in BUCKETS:
