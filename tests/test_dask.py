@@ -17,7 +17,7 @@ import pytest
 
 import crux_nb
 from crux_nb.datasets import load_sample, sample_path
-from crux_nb.errors import ModelError
+from crux_nb.errors import CruxError, ModelError, ParameterError
 from crux_nb.models import OfflineModel
 from crux_nb.models.chat import ChatModel
 from crux_nb.retrieval import global_search
@@ -65,6 +65,16 @@ class PlainFailingModel(FailingModel):
     def extract(self, chunks, *, repair=None):
         if any(self.poison in c["text"] for c in chunks):
             raise KeyError(f"no such thing: {self.poison}")
+        return self.inner.extract(chunks, repair=repair)
+
+
+class ParameterFailingModel(FailingModel):
+    """Raises a crux_nb error whose constructor takes several arguments (it must still pickle)."""
+
+    def extract(self, chunks, *, repair=None):
+        if any(self.poison in c["text"] for c in chunks):
+            raise ParameterError("ParameterFailingModel.extract", "chunks", "chunks without the poison word",
+                                 self.poison, hint="remove it")
         return self.inner.extract(chunks, repair=repair)
 
 
@@ -127,6 +137,7 @@ def test_extract_entities_matches_single_process(client):
     got = remote.extract_entities(progress=False, executor=client)
     assert got.sources_extracted == expected.sources_extracted > 1
     assert (got.entities, got.mentions, got.related) == (expected.entities, expected.mentions, expected.related)
+    assert got.calls == expected.calls  # the workers' call records reach the driver's log
     assert_kb_equal(local, remote)
 
 
@@ -137,6 +148,7 @@ def test_communities_prepare_matches_single_process(client):
     assert got.communities == expected.communities > 1
     assert got.reports_written == expected.reports_written > 1
     assert got.generation_id == expected.generation_id
+    assert got.calls == expected.calls
     for table in ("communities", "community_members", "reports", "report_findings"):
         left, right = local.communities.frame(table), remote.communities.frame(table)
         assert len(left) > 0, table
@@ -163,7 +175,7 @@ def test_global_search_with_small_batches_matches(client, built, monkeypatch):
         h.citation.finding_target for h in local_small.hits}
 
 
-@pytest.mark.parametrize("model_cls", [FailingModel, PlainFailingModel])
+@pytest.mark.parametrize("model_cls", [FailingModel, PlainFailingModel, ParameterFailingModel])
 def test_a_failing_task_fails_the_operation_like_single_process(client, model_cls):
     kb = load_sample()
     poison = kb.chunks["content"].iloc[len(kb.chunks) // 2].split()[3]
@@ -174,7 +186,7 @@ def test_a_failing_task_fails_the_operation_like_single_process(client, model_cl
         kb.extract_entities(model_cls(poison), progress=False, executor=client)
     assert type(remote_exc.value) is type(local_exc.value)
     assert str(remote_exc.value) == str(local_exc.value)
-    if isinstance(local_exc.value, ModelError):
+    if isinstance(local_exc.value, CruxError):
         assert (remote_exc.value.code, remote_exc.value.hint) == (local_exc.value.code, local_exc.value.hint)
     assert kb.state is before  # nothing was committed
 

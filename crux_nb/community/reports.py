@@ -97,7 +97,7 @@ def write_reports(communities: list[Community], *, model: Any, chunk_text: dict[
                   entities: dict[str, tuple[str, Any]], reusable: dict[str, Report], log: Any,
                   executor: Any = None, progress: bool | None = None) -> tuple[dict[str, Report], int]:
     """All reports, leaves first, one level at a time; returns (reports by id, number written)."""
-    from ..models import call_task
+    from ..models.remote import run_calls
 
     hashes = member_hashes(communities, chunk_text, {r: n for r, (n, _) in entities.items()})
     reports: dict[str, Report] = {}
@@ -117,11 +117,8 @@ def write_reports(communities: list[Community], *, model: Any, chunk_text: dict[
                            else leaf_input(c, chunk_text, entities))
                 todo.append((c, payload))
 
-            def run(item):
-                c, payload = item
-                return call_task(model, "write_report", payload, prompt_id=f"community:{c.community_id}", log=log)
-
-            outputs = _map(run, todo, executor)
+            outputs = run_calls([(model, "write_report", (payload,), {"prompt_id": f"community:{c.community_id}"})
+                                 for c, payload in todo], log=log, executor=executor if len(todo) > 1 else None)
             for (c, _), output in zip(todo, outputs):
                 reports[c.community_id] = to_report(c, output, hashes[c.community_id])
                 written += 1
@@ -129,13 +126,6 @@ def write_reports(communities: list[Community], *, model: Any, chunk_text: dict[
     finally:
         bar.close()
     return reports, written
-
-
-def _map(fn: Any, items: list, executor: Any) -> list:
-    if executor is None or len(items) < 2:
-        return [fn(item) for item in items]
-    futures = [executor.submit(fn, item) for item in items]
-    return [f.result() for f in futures]  # submission order: never completion order
 
 
 def _bar(total: int, progress: bool | None):

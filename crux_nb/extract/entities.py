@@ -82,7 +82,8 @@ def extract_entities(kb: Any, model: Any = None, *, batch_chars: int = DEFAULT_B
     ``model`` defaults to the offline model; ``progress`` shows a bar (default: when 10 or more calls are due).
     ``executor`` may be a ``concurrent.futures`` executor (or a Dask client) to run the calls concurrently.
     """
-    from ..models import CallLog, OfflineModel, call_task, check_model
+    from ..models import CallLog, OfflineModel, check_model
+    from ..models.remote import run_calls
     from ..retrieval.steps import check_int
 
     model = OfflineModel() if model is None else model
@@ -118,11 +119,12 @@ def extract_entities(kb: Any, model: Any = None, *, batch_chars: int = DEFAULT_B
             jobs.append((source_id, f"extract:{source_id}:{i + 1}", batch))
     log = CallLog()
 
-    def run(job):
-        source_id, prompt_id, batch = job
-        return call_task(model, "extract", batch, prompt_id=prompt_id, log=log)
-
-    results = _run_jobs(jobs, run, executor=executor, progress=progress)
+    bar = _progress(len(jobs), progress)
+    try:
+        results = run_calls([(model, "extract", (batch,), {"prompt_id": prompt_id}) for _, prompt_id, batch in jobs],
+                            log=log, executor=executor, on_result=lambda: bar.update(1))
+    finally:
+        bar.close()
     fresh: dict[str, list] = {}
     for (source_id, _, _), output in zip(jobs, results):
         fresh.setdefault(source_id, []).append(output)
@@ -145,22 +147,3 @@ def _apply(current: Any, expected: Any, entities, edges, evidence, extractions) 
         raise CruxError("the knowledge base changed while entities were being extracted.", code="concurrent_change",
                         hint="run kb.extract_entities() again.")
     return with_entity_stage(current, entities, edges, evidence, extractions)
-
-
-def _run_jobs(jobs: list, fn: Any, *, executor: Any, progress: bool | None) -> list:
-    bar = _progress(len(jobs), progress)
-    try:
-        if executor is None:
-            results = []
-            for job in jobs:
-                results.append(fn(job))
-                bar.update(1)
-            return results
-        futures = [executor.submit(fn, job) for job in jobs]
-        results = []
-        for future in futures:  # in submission order: results never depend on completion order
-            results.append(future.result())
-            bar.update(1)
-        return results
-    finally:
-        bar.close()

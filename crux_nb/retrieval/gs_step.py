@@ -154,20 +154,15 @@ class GlobalSearchStep(Step):
         return StepOutput(hits=tuple(hits), knowledge=trace, details=details, warnings=warnings)
 
     def _map(self, query: str, batches: tuple[Batch, ...], log: Any, concurrency: int, executor: Any) -> list[dict]:
-        from ..models import call_task
+        from ..models.remote import run_calls
 
-        def one(batch: Batch) -> dict:
-            issued = frozenset(f.id for u in batch.units for f in u.findings)
-            return call_task(self.model, "map_findings", query, [u.payload() for u in batch.units],
-                             prompt_id=f"globalSearch:batch:{batch.index + 1}", issued_ids=issued, log=log)
-
-        if executor is not None:  # e.g. a dask.distributed.Client: results gathered in batch order
-            futures = [executor.submit(one, b) for b in batches]
-            return [f.result() for f in futures]
-        if len(batches) < 2 or concurrency < 2:
-            return [one(b) for b in batches]
+        calls = [(self.model, "map_findings", (query, [u.payload() for u in b.units]),
+                  {"prompt_id": f"globalSearch:batch:{b.index + 1}",
+                   "issued_ids": frozenset(f.id for u in b.units for f in u.findings)}) for b in batches]
+        if executor is not None or len(batches) < 2 or concurrency < 2:  # e.g. a dask.distributed.Client
+            return run_calls(calls, log=log, executor=executor)
         with ThreadPoolExecutor(min(concurrency, len(batches))) as pool:
-            return list(pool.map(one, batches))  # results in batch order, whatever finishes first
+            return run_calls(calls, log=log, executor=pool)  # outputs in batch order, whatever finishes first
 
 
 def _check_binding(context: StepContext) -> None:
