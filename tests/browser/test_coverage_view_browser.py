@@ -9,11 +9,10 @@ test's.
 
 from __future__ import annotations
 
-import re
 
 import pytest
 
-from test_expansion_view_browser import WAIT_MS, start_session, wait_for_file, wait_for_kernel, write_notebook
+from lab import WAIT_MS, notebook_page, wait_for_file
 
 pytestmark = pytest.mark.browser
 
@@ -69,37 +68,10 @@ def expected():
 @pytest.fixture(scope="module")
 def lab_page(jupyter_lab, browser, artifacts):
     """The notebook opened in JupyterLab with every cell run; yields (page, events)."""
-    write_notebook(jupyter_lab.notebooks / "coverage.ipynb", [SETUP, SHOW, OBSERVE])
-    start_session(jupyter_lab.url, "coverage.ipynb")  # the kernel boots while the page loads
-    context = browser.new_context(viewport={"width": 1440, "height": 1500})
-    page = context.new_page()
-    page.set_default_timeout(WAIT_MS)
-    events = {"dialogs": []}
-
-    def on_dialog(dialog):
-        events["dialogs"].append(dialog.message)
-        dialog.dismiss()
-
-    page.on("dialog", on_dialog)
-    try:
-        page.goto(f"{jupyter_lab.url}/lab/tree/coverage.ipynb?reset", wait_until="domcontentloaded")
-        page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for()
-        wait_for_kernel(jupyter_lab.url)  # started, idle, and the page connected to it
-        page.get_by_role("menuitem", name="Run", exact=True).click()
-        page.locator(".lm-Menu .lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
-        rows = page.locator(".jp-OutputArea .crux-coverage .crux-finding-row")
-        accept = page.locator(".jp-Dialog .jp-mod-accept")  # "Select Kernel", should the kernel still be starting
-        rows.or_(accept).first.wait_for(timeout=BUILD_WAIT_MS)
-        if not rows.count() and accept.count():
-            accept.first.click()
-        rows.first.wait_for(timeout=BUILD_WAIT_MS)
-        wait_for_file(jupyter_lab.notebooks / "coverage_ready.txt", "ready", timeout=WAIT_MS / 1000)
-        yield page, events
-    except Exception:
-        page.screenshot(path=str(artifacts / "coverage_view_failure.png"))
-        raise
-    finally:
-        context.close()
+    with notebook_page(jupyter_lab, browser, artifacts, name="coverage.ipynb", cells=[SETUP, SHOW, OBSERVE],
+                       rows=".jp-OutputArea .crux-coverage .crux-finding-row", ready="coverage_ready.txt",
+                       height=1500, first_wait_ms=BUILD_WAIT_MS) as opened:
+        yield opened
 
 
 def widget(page):
