@@ -45,14 +45,15 @@ class AdjacencyIndex:
         self.ref_array = np.asarray(self.refs, dtype=object)
         self.code = {ref: i for i, ref in enumerate(self.refs)}
         self.type_code = {name: i for i, name in enumerate(self.type_names)}
-        self.edge_types: list[str] = edges["type"].tolist()
         # evidence rows grouped per edge row (evidence is sorted by edge id, like edges)
         ev_rows = pd.Index(edges["edge_id"]).get_indexer(evidence["edge_id"])
         ev_counts = np.bincount(ev_rows, minlength=n_edges) if len(ev_rows) else np.zeros(n_edges, dtype=np.int64)
         self.ev_indptr = np.concatenate([[0], np.cumsum(ev_counts)])
-        self.ev_source: list[str] = evidence["source_id"].tolist()
-        self.ev_chunk: list[str] = evidence["chunk_ref"].tolist()
-        self.ev_provenance: list[str] = evidence["provenance"].tolist()
+        # evidence columns as integer codes into their distinct values: a million Python strings
+        # per column would cost ~100 MB each, the codes a few MB
+        self.ev_source, self.ev_source_names = _codes(evidence["source_id"])
+        self.ev_chunk, self.ev_chunk_names = _codes(evidence["chunk_ref"])
+        self.ev_provenance, self.ev_provenance_names = _codes(evidence["provenance"])
         self._masks: dict[tuple, np.ndarray] = {}
 
     @property
@@ -77,7 +78,10 @@ class AdjacencyIndex:
 
     def evidence(self, edge_row: int) -> list[tuple[str, str, str]]:
         start, stop = self.ev_indptr[edge_row], self.ev_indptr[edge_row + 1]
-        return [(self.ev_source[i], self.ev_chunk[i], self.ev_provenance[i]) for i in range(start, stop)]
+        sources, chunks, provenance = (self.ev_source[start:stop].tolist(), self.ev_chunk[start:stop].tolist(),
+                                       self.ev_provenance[start:stop].tolist())
+        return [(self.ev_source_names[s], self.ev_chunk_names[c], self.ev_provenance_names[p])
+                for s, c, p in zip(sources, chunks, provenance)]
 
     def _mask(self, type_codes: set[int] | None, direction: int | None) -> np.ndarray:
         key = (None if type_codes is None else frozenset(type_codes), direction)
@@ -118,3 +122,8 @@ class AdjacencyIndex:
         if not found:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         return np.concatenate(found), np.concatenate(dist)
+
+
+def _codes(column: pd.Series) -> tuple[np.ndarray, list[str]]:
+    codes, names = pd.factorize(column)
+    return codes.astype(np.int32), list(names)
