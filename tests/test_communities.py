@@ -220,3 +220,29 @@ def test_sample_corpus_hierarchy():
     leaves = comms[comms["child_ids"].map(len) == 0]
     assert leaves["estimated_chars"].max() <= 24_000
     assert leaves["n_chunks"].sum() == len(kb.chunks)
+
+
+def test_saved_knowledge_base_publishes_by_saving_and_shows_builds_in_other_processes(tmp_path):
+    from crux_nb.store.lease import Lease
+
+    kb = build()
+    kb.save(tmp_path / "kb")
+    other = Lease(tmp_path / "kb" / "communities.lease").acquire()  # as if another process were building
+    try:
+        assert kb.communities.status() == "building"
+    finally:
+        other.release()
+    assert kb.communities.status() == "missing"
+    result = kb.communities.prepare(progress=False)
+    reopened = crux_nb.open(tmp_path / "kb", communities=crux_nb.communities(model=OfflineModel()))
+    assert reopened.communities.status() == "ready" and reopened.communities.generation_id == result.generation_id
+    assert not (tmp_path / "kb" / "communities.lease").exists()
+    # a second process with the same sources adopts the published generation without a model call
+    model = Counting()
+    late = crux_nb.knowledge_base(id="c", communities=crux_nb.communities(model=model))
+    for sid, text in TEXTS.items():
+        late.add_text(sid, text)
+    late.path = tmp_path / "kb"
+    late.extract_entities(progress=False)
+    adopted = late.communities.prepare(progress=False)
+    assert adopted.generation_id == result.generation_id and adopted.calls == 0 and model.reports == []

@@ -96,8 +96,20 @@ class CommunitySurface:
         rows = rows[rows["view_id"] == self.view[0]]
         return None if rows.empty else rows.sort_values("sequence").iloc[-1].to_dict()
 
+    def _lease(self):
+        from pathlib import Path
+
+        from ..store.lease import Lease
+
+        return None if self.kb.path is None else Lease(Path(self.kb.path) / "communities.lease", wait=600.0)
+
+    def _built_elsewhere(self) -> bool:
+        """Another process holds this saved knowledge base's communities lease (and it is not stale)."""
+        lease = self._lease()
+        return lease is not None and lease.path.exists() and not lease._stale()
+
     def status(self) -> Status:
-        if self._building:
+        if self._building or self._built_elsewhere():
             return "building"
         state = self.kb.state
         pointer = self._pointer(state)
@@ -119,13 +131,41 @@ class CommunitySurface:
         with self._lock:
             if not force and self.status() == "ready":
                 return PrepareResult(self.generation_id, "ready", self._count(), 0, 0, 0)
+            lease = self._lease()
+            if lease is not None:  # a saved knowledge base: one builder across processes, published by saving
+                lease.acquire()
+                adopted = None if force else self._adopt_published()
+                if adopted is not None:
+                    lease.release()
+                    return adopted
             self._building = True
             try:
                 log = CallLog()
                 self._ensure_entity_graph(progress)
-                return self._build(log, force=force, progress=progress, executor=executor)
+                result = self._build(log, force=force, progress=progress, executor=executor)
+                if lease is not None:
+                    self.kb.save(self.kb.path)
+                return result
             finally:
                 self._building = False
+                if lease is not None:
+                    lease.release()
+
+    def _adopt_published(self) -> PrepareResult | None:
+        """If another process published ready communities for this scope while we waited, take them."""
+        from ..store.persist import open_knowledge_base
+        from .frames import COMMUNITY_TABLES
+
+        saved = open_knowledge_base(self.kb.path).state
+        mine = self.kb.state
+        rows = saved.community_generations[saved.community_generations["scope"] == self.scope]
+        if rows.empty or rows.iloc[0]["strategy_fingerprint"] != self.config.strategy_fingerprint:
+            return None
+        if rows.iloc[0]["input_fingerprint"] != input_fingerprint(mine, self._sources(mine)):
+            return None
+        frames = {t: saved.frame(t)[saved.frame(t)["scope"] == self.scope] for t in COMMUNITY_TABLES}
+        self.kb._commit(lambda current: with_generation(current, self.scope, frames))
+        return PrepareResult(self.generation_id, self.status(), self._count(), 0, self._count(), 0)
 
     def _ensure_entity_graph(self, progress: bool | None) -> None:
         """Run the model's extraction (incrementally) unless the graph's mentions were authored elsewhere."""

@@ -60,6 +60,7 @@ class KnowledgeBase:
         self._communities = None
         self._views: dict[str, dict] = {}
         self.graphrag = None  # import details, set by crux_nb.io.read_graphrag (in memory only)
+        self.path = None  # the folder this knowledge base was opened from or last saved to
         self._view_revisions: dict[tuple[str, str], tuple] = {}
 
     # ----------------------------------------------------------------- frames
@@ -221,7 +222,9 @@ class KnowledgeBase:
         """Save as a new generation of Parquet files; returns the generation id."""
         from .persist import save
 
-        return save(self, path)
+        generation = save(self, path)
+        self.path = path
+        return generation
 
     def summary(self) -> dict[str, int]:
         s = self._state

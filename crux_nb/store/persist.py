@@ -193,6 +193,7 @@ def open_knowledge_base(path: str | os.PathLike, *, verify: bool = True, communi
         frames[table] = _read_table(root, folder, generation, table, tables.get(table), verify=verify)
     state = KBState(**frames)
     kb = KnowledgeBase(id=meta["id"], namespace=meta["namespace"], chunk_size=meta["chunk_size"], state=state)
+    kb.path = root
     if communities is not None:
         kb.configure_communities(communities)
     return kb
