@@ -22,7 +22,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from .errors import InputError
@@ -256,10 +255,3 @@ def _coerce_series(series: pd.Series, kind: str, name: str) -> pd.Series:
         return series.astype("bool")
     except (TypeError, ValueError) as exc:
         raise InputError(f"column {name} cannot be read as {kind}: {exc}") from None
-
-
-def is_missing(value: Any) -> bool:
-    """True for None and NaN (the two missing markers pandas uses)."""
-    if value is None:
-        return True
-    return isinstance(value, float) and np.isnan(value)

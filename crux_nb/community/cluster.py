@@ -19,7 +19,6 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any
 
 from .._hashing import stable_hash
 from ..errors import InputError

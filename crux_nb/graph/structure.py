@@ -43,12 +43,6 @@ class StructureIndex:
                 self._parent_chunks.setdefault((s, p), []).append(i)
         self._sources = set(self._chunk_source) | {s for s, _ in self._parent_ord}
 
-    def chunk_position(self, encoded: str) -> int | None:
-        return self._chunk_pos.get(encoded)
-
-    def chunk_count(self) -> int:
-        return len(self._chunk_refs)
-
     def project(self, kind: str, segments: tuple[str, ...], encoded: str) -> list[Projected]:
         if kind == "document":
             return self._document(segments[0])
@@ -89,10 +83,3 @@ class StructureIndex:
         if i > 0 and self._chunk_source[i - 1] == source:
             out.append((self._chunk_ord[i - 1], self._chunk_refs[i - 1], "sequence", "in"))
         return out
-
-
-def sort_projected(items: list[Projected]) -> list[Projected]:
-    """Upstream order: (ordinal, encoded ref, type, direction)."""
-    return sorted(items)
-
-

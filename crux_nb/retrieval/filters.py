@@ -16,7 +16,6 @@ import numpy as np
 from ..errors import ParameterError
 
 _MISSING = object()
-RESERVED = ("namespace", "source_id", "chunk_id")
 
 
 def is_scalar(value: Any) -> bool:

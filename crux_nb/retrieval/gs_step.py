@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from ..errors import ParameterError, RetrievalRunError
 from .gs_map import MAX_CALLS, THRESHOLD, AdaptiveTrace, Batch, candidates, descend, pack, reduce
-from .gs_units import Freshness, Unit, auto_detail, resolve, select_detail, total_chars
+from .gs_units import Freshness, Unit, auto_detail, resolve, select_detail
 from .knowledge import KnowledgeTrace
 from .steps import Step, check_int
 from .types import StepContext, StepInput, StepOutput

@@ -7,11 +7,11 @@ characters, at paragraph, then sentence, then character boundaries.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 from typing import Any
 
+from .._hashing import stable_hash
 from ..errors import InputError, ParameterError
 from ..refs import ChunkRef, encode_ref
 
@@ -186,6 +186,6 @@ def source_rows(source_id: str, text: str, *, metadata: dict[str, Any], media_ty
     if title is None:
         title = parents[0]["title"] if parents else source_id
     document = {"source_id": source_id, "title": title, "path": path, "media_type": media_type,
-                "content_hash": hashlib.sha256(text.encode("utf-8")).hexdigest()[:16],
+                "content_hash": stable_hash({"text": text, "metadata": metadata}),
                 "n_chunks": len(chunks), "n_chars": len(text), "metadata": metadata}
     return SourceRows(document, parents, chunks)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..errors import InputError, NotFoundError, ParameterError
+from ..errors import NotFoundError, ParameterError
 from ..schema import SCHEMAS
 from .chunking import DEFAULT_CHUNK_SIZE, check_chunk_size
 from .ingest import Format, check_unique, frame_specs, path_specs, text_spec

@@ -13,10 +13,10 @@ from typing import Any
 
 import pandas as pd
 
-from .._hashing import stable_hash, stable_id
+from .._hashing import stable_id
 from ..errors import InputError
 from ..refs import DocumentRef, EntityRef, ParentRef, as_ref, encode_ref
-from ..schema import SCHEMAS, coerce, empty_frame, frozen_metadata, require_columns
+from ..schema import SCHEMAS, coerce, empty_frame, require_columns
 from .chunking import source_rows
 from .ingest import SourceSpec
 
@@ -53,12 +53,6 @@ class KBState:
 
     def frame(self, table: str) -> pd.DataFrame:
         return getattr(self, table)
-
-    def fingerprint(self) -> str:
-        """A content hash of the state (changes whenever any frame does)."""
-        parts = {t: pd.util.hash_pandas_object(self.frame(t).astype(str), index=False).sum().item()
-                 for t in TABLES}
-        return stable_hash(parts)
 
 
 class Lookup:
@@ -122,8 +116,6 @@ def with_sources(state: KBState, specs: list[SourceSpec], *, chunk_size: int) ->
     """Add (or replace) sources; replaced sources lose their old rows and evidence."""
     rows = [source_rows(s.source_id, s.text, metadata=s.metadata, media_type=s.media_type,
                         chunk_size=chunk_size, path=s.path) for s in specs]
-    for spec, row in zip(specs, rows):
-        row.document["content_hash"] = stable_hash({"text": spec.text, "metadata": spec.metadata})
     base = without_sources(state, {s.source_id for s in specs})
     documents = _concat("documents", [base.documents, pd.DataFrame([r.document for r in rows])])
     parents = _concat("parents", [base.parents, pd.DataFrame([p for r in rows for p in r.parents])])
@@ -243,7 +235,3 @@ def with_entities(state: KBState, frame: pd.DataFrame) -> KBState:
     kept = state.entities[~state.entities["entity_id"].isin(new["entity_id"])]
     entities = _concat("entities", [kept, new.drop_duplicates("entity_id", keep="last")])
     return replace(state, entities=_sorted(entities, ["entity_id"]), version=state.version + 1)
-
-
-def frozen_row_metadata(value: Any) -> Any:
-    return frozen_metadata(value) if isinstance(value, dict) else value
