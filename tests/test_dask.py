@@ -209,3 +209,24 @@ def test_chat_model_secret_stays_hidden_on_the_cluster(client):
     # the pickled payload must carry the key (workers need it): guard against a vacuous pass
     assert SECRET.encode() in pickle.dumps(model)
     future.release()
+
+
+def test_saved_tables_read_as_dask_partitions(client, built, tmp_path):
+    """A saved knowledge base is one Parquet dataset per table: Dask reads a partition per part file."""
+    import dask.dataframe as dd
+
+    from crux_nb.store.persist import table_paths
+
+    built.save(tmp_path / "kb", partition_rows=5)
+    folders = table_paths(tmp_path / "kb")
+    for table in ("chunks", "community_members", "reports"):
+        frame = dd.read_parquet(folders[table])
+        files = list(folders[table].glob("part-*.parquet"))
+        expected = built.state.frame(table)
+        assert frame.npartitions == len(files) == -(-len(expected) // 5)
+        got = frame.compute(scheduler=client.get).reset_index(drop=True)
+        assert len(got) == len(expected)
+        key = got.columns[0]
+        assert got[key].astype(str).tolist() == expected[key].astype(str).tolist()
+    words = dd.read_parquet(folders["chunks"])["n_chars"].sum().compute(scheduler=client.get)
+    assert words == built.chunks["n_chars"].sum()

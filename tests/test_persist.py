@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 
 import crux_nb
-from crux_nb.errors import LeaseError, NotFoundError, StorageError
+from crux_nb.errors import LeaseError, NotFoundError, ParameterError, StorageError
 from crux_nb.store.lease import Lease
-from crux_nb.store.persist import current_generation
+from crux_nb.store.persist import current_generation, table_paths
 from crux_nb.testing import assert_kb_equal
 
 
@@ -83,7 +83,7 @@ def test_open_errors(tmp_path, rich_kb):
         crux_nb.open(tmp_path / "empty")
     path = tmp_path / "kb"
     rich_kb.save(path)
-    table = path / "generations" / "g000001" / "chunks.parquet"
+    table = path / "generations" / "g000001" / "chunks" / "part-00000.parquet"
     data = table.read_bytes()
     table.write_bytes(data[:-20] + b"x" * 20)
     with pytest.raises(StorageError, match="chunks.*corrupted"):
@@ -143,3 +143,54 @@ def test_save_waits_for_a_held_lease(tmp_path, rich_kb, monkeypatch):
     with pytest.raises(LeaseError):
         rich_kb.save(path)
     assert current_generation(path) == "g000001"
+
+
+def test_tables_are_partitioned_parquet_datasets(tmp_path):
+    kb = crux_nb.knowledge_base(id="parts", chunk_size=200)
+    for i in range(12):
+        kb.add_text(f"doc{i:02d}.md", f"# Doc {i}\n\n" + " ".join(f"word{i}_{j}" for j in range(60)))
+    path = tmp_path / "kb"
+    kb.save(path, partition_rows=7)
+    folders = table_paths(path)
+    chunk_files = sorted(p.name for p in folders["chunks"].iterdir())
+    n = len(kb.chunks)
+    assert n > 14 and chunk_files == [f"part-{i:05d}.parquet" for i in range(-(-n // 7))]
+    assert [len(pd.read_parquet(folders["chunks"] / f)) for f in chunk_files][:-1] == [7] * (len(chunk_files) - 1)
+    assert sorted(p.name for p in folders["edges"].iterdir()) == ["part-00000.parquet"]  # empty table: one file
+    assert pd.read_parquet(folders["chunks"])["ref"].tolist() == kb.chunks["ref"].tolist()
+    assert_kb_equal(kb, crux_nb.open(path))
+
+
+@pytest.mark.parametrize("value", [0, -1, 1.5, "10", True])
+def test_partition_rows_is_validated(tmp_path, rich_kb, value):
+    with pytest.raises(ParameterError, match="parameter 'partition_rows' must be a positive integer"):
+        rich_kb.save(tmp_path / "kb", partition_rows=value)
+    assert not (tmp_path / "kb").exists()
+
+
+def test_manifest_cannot_point_outside_its_table_folder(tmp_path, rich_kb):
+    path = tmp_path / "kb"
+    rich_kb.save(path)
+    manifest_file = path / "generations" / "g000001" / "manifest.json"
+    manifest = json.loads(manifest_file.read_text())
+    manifest["tables"]["chunks"]["parts"][0]["file"] = "../../../CURRENT"
+    manifest_file.write_text(json.dumps(manifest))
+    with pytest.raises(StorageError, match="'chunks' .* not listed in the manifest") as info:
+        crux_nb.open(path)
+    assert info.value.hint
+
+
+def test_format_1_single_file_tables_still_open(tmp_path, rich_kb):
+    """Knowledge bases saved before tables became datasets (one <table>.parquet each) open unchanged."""
+    path = tmp_path / "kb"
+    rich_kb.save(path)
+    folder = path / "generations" / "g000001"
+    manifest = json.loads((folder / "manifest.json").read_text())
+    for table, entry in manifest["tables"].items():
+        (folder / table / "part-00000.parquet").rename(folder / f"{table}.parquet")
+        (folder / table).rmdir()
+        manifest["tables"][table] = {"file": f"{table}.parquet", "rows": entry["rows"],
+                                     "sha256": entry["parts"][0]["sha256"]}
+    manifest["format_version"] = 1
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    assert_kb_equal(rich_kb, crux_nb.open(path))

@@ -218,11 +218,12 @@ class KnowledgeBase:
 
         return Recipe.bind(self, steps=steps, id=id, model=model, concurrency=concurrency, executor=executor)
 
-    def save(self, path: str | os.PathLike) -> str:
-        """Save as a new generation of Parquet files; returns the generation id."""
+    def save(self, path: str | os.PathLike, *, partition_rows: int = 100_000) -> str:
+        """Save as a new generation (one Parquet dataset per table, ``partition_rows`` rows per file);
+        returns the generation id. ``crux_nb.store.persist.table_paths(path)`` names the table folders."""
         from .persist import save
 
-        generation = save(self, path)
+        generation = save(self, path, partition_rows=partition_rows)
         self.path = path
         return generation
 

@@ -4,8 +4,12 @@ Layout::
 
     <path>/CURRENT                       {"generation": "g000002", ...}  (replaced atomically)
     <path>/generations/g000002/manifest.json
-    <path>/generations/g000002/<table>.parquet
+    <path>/generations/g000002/<table>/part-00000.parquet   one Parquet dataset per table
     <path>/lease                         build lease while a save runs
+
+Each table is a folder of Parquet part files of at most ``partition_rows`` rows,
+so ``dask.dataframe.read_parquet(table_paths(path)["chunks"])`` reads it as one
+partition per file (:func:`table_paths` names the current generation's folders).
 
 A save writes a complete new generation beside the current one, then replaces
 the ``CURRENT`` pointer with one atomic rename; a crash at any point leaves the
@@ -28,15 +32,18 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..errors import NotFoundError, StorageError
+from ..errors import NotFoundError, ParameterError, StorageError
 from ..schema import JSON_COLUMNS, SCHEMAS, TUPLE_COLUMNS, coerce, frozen_metadata
 from .lease import Lease
 from .state import KBState
 
 FORMAT = "crux_nb"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 KEEP_GENERATIONS = 2
+PARTITION_ROWS = 100_000
 _GEN = re.compile(r"^g(\d{6,})$")
+_RESTORE = "the saved folder was changed outside crux_nb; restore it from a backup (kb.save keeps the previous generation)."
+_PART = re.compile(r"^part-\d{5}\.parquet$")
 
 
 def _fsync_dir(path: Path) -> None:
@@ -100,8 +107,10 @@ def _check_target(root: Path) -> None:
                            hint="save into a new or empty folder.")
 
 
-def save(kb: Any, path: str | os.PathLike) -> str:
+def save(kb: Any, path: str | os.PathLike, *, partition_rows: int = PARTITION_ROWS) -> str:
     """Write ``kb`` as a new generation and make it current; returns the generation id."""
+    if isinstance(partition_rows, bool) or not isinstance(partition_rows, int) or partition_rows < 1:
+        raise ParameterError("kb.save", "partition_rows", "a positive integer", partition_rows)
     root = Path(path)
     _check_target(root)
     (root / "generations").mkdir(parents=True, exist_ok=True)
@@ -115,12 +124,7 @@ def save(kb: Any, path: str | os.PathLike) -> str:
         tmp.mkdir()
         tables = {}
         for table in SCHEMAS:
-            file = tmp / f"{table}.parquet"
-            storable = _to_storable(state.frame(table), table)
-            pq.write_table(pa.Table.from_pandas(storable, preserve_index=False), file)
-            with open(file, "rb+") as fh:
-                os.fsync(fh.fileno())
-            tables[table] = {"file": file.name, "rows": len(storable), "sha256": _sha256(file)}
+            tables[table] = _write_table(tmp / table, _to_storable(state.frame(table), table), partition_rows)
             lease.heartbeat()
         manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": generation,
                     "kb": {"id": kb.id, "namespace": kb.namespace, "chunk_size": kb.chunk_size},
@@ -132,6 +136,22 @@ def save(kb: Any, path: str | os.PathLike) -> str:
         _write_json(root / "CURRENT", {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": generation})
         _cleanup(root, keep=generation)
     return generation
+
+
+def _write_table(folder: Path, frame: pd.DataFrame, partition_rows: int) -> dict:
+    """One Parquet file per ``partition_rows`` rows (at least one file, so empty tables keep their schema)."""
+    folder.mkdir()
+    schema = pa.Schema.from_pandas(frame, preserve_index=False)
+    parts = []
+    for number, start in enumerate(range(0, max(len(frame), 1), partition_rows)):
+        file = folder / f"part-{number:05d}.parquet"
+        piece = frame.iloc[start:start + partition_rows]
+        pq.write_table(pa.Table.from_pandas(piece, schema=schema, preserve_index=False), file)
+        with open(file, "rb+") as fh:
+            os.fsync(fh.fileno())
+        parts.append({"file": file.name, "rows": len(piece), "sha256": _sha256(file)})
+    _fsync_dir(folder)
+    return {"folder": folder.name, "rows": len(frame), "parts": parts}
 
 
 def _remove_partials(root: Path) -> None:
@@ -160,9 +180,9 @@ def current_generation(path: str | os.PathLike) -> str:
         info = json.loads(pointer.read_text(encoding="utf-8"))
         generation = info["generation"]
     except (ValueError, KeyError, TypeError):
-        raise StorageError(f"the CURRENT pointer of {str(root)!r} is corrupted.") from None
+        raise StorageError(f"the CURRENT pointer of {str(root)!r} is corrupted.", hint=_RESTORE) from None
     if info.get("format") != FORMAT or not isinstance(generation, str) or not _GEN.match(generation):
-        raise StorageError(f"the CURRENT pointer of {str(root)!r} is not a crux_nb pointer.")
+        raise StorageError(f"the CURRENT pointer of {str(root)!r} is not a crux_nb pointer.", hint=_RESTORE)
     return generation
 
 
@@ -182,9 +202,9 @@ def open_knowledge_base(path: str | os.PathLike, *, verify: bool = True, communi
         tables = manifest["tables"]
         meta = manifest["kb"]
     except FileNotFoundError:
-        raise StorageError(f"generation {generation} of {str(root)!r} has no manifest.") from None
+        raise StorageError(f"generation {generation} of {str(root)!r} has no manifest.", hint=_RESTORE) from None
     except (ValueError, KeyError, TypeError):
-        raise StorageError(f"the manifest of generation {generation} of {str(root)!r} is corrupted.") from None
+        raise StorageError(f"the manifest of generation {generation} of {str(root)!r} is corrupted.", hint=_RESTORE) from None
     if manifest.get("format_version", 0) > FORMAT_VERSION:
         raise StorageError(f"{str(root)!r} was written by a newer crux_nb (format {manifest.get('format_version')}).",
                            hint="upgrade crux_nb to open it.")
@@ -199,22 +219,55 @@ def open_knowledge_base(path: str | os.PathLike, *, verify: bool = True, communi
     return kb
 
 
+def table_paths(path: str | os.PathLike) -> dict[str, Path]:
+    """The folder of each table (a Parquet dataset) in the current generation of a saved knowledge base.
+
+    Read one with pandas or Dask, one partition per part file::
+
+        import dask.dataframe as dd
+        chunks = dd.read_parquet(table_paths("kb")["chunks"])
+
+    JSON-valued columns (``metadata``, ``aliases``…) hold JSON text in the files.
+    """
+    root = Path(path)
+    folder = root / "generations" / current_generation(root)
+    return {table: folder / table for table in SCHEMAS}
+
+
 def _read_table(root: Path, folder: Path, generation: str, table: str, entry: Any, *, verify: bool) -> pd.DataFrame:
     where = f"table {table!r} of generation {generation} in {str(root)!r}"
-    if not isinstance(entry, dict) or entry.get("file") != f"{table}.parquet":
-        raise StorageError(f"{where} is not listed in the manifest.")
-    file = folder / entry["file"]
-    if not file.exists():
-        raise StorageError(f"{where} is missing ({file.name}).", hint="the folder was changed by hand; restore it from a backup.")
-    if verify and _sha256(file) != entry.get("sha256"):
-        raise StorageError(f"{where} is corrupted (checksum mismatch).", hint="the file was changed after saving.")
-    try:
-        frame = pq.read_table(file).to_pandas()
-    except (pa.ArrowException, OSError) as exc:
-        raise StorageError(f"{where} cannot be read as Parquet: {type(exc).__name__}.") from None
-    if len(frame) != entry.get("rows"):
-        raise StorageError(f"{where} has {len(frame)} rows; the manifest says {entry.get('rows')}.")
+    files = _listed_files(folder, table, entry, where)
+    pieces = []
+    for file, part in files:
+        if not file.exists():
+            raise StorageError(f"{where} is missing ({file.relative_to(folder)}).",
+                               hint="the folder was changed by hand; restore it from a backup.")
+        if verify and _sha256(file) != part.get("sha256"):
+            raise StorageError(f"{where} is corrupted (checksum mismatch).", hint="the file was changed after saving.")
+        try:
+            piece = pq.read_table(file).to_pandas()
+        except (pa.ArrowException, OSError) as exc:
+            raise StorageError(f"{where} cannot be read as Parquet: {type(exc).__name__}.",
+                               hint=_RESTORE) from None
+        if len(piece) != part.get("rows"):
+            raise StorageError(f"{where} has {len(piece)} rows in {file.name}; the manifest says {part.get('rows')}.",
+                               hint=_RESTORE)
+        pieces.append(piece)
+    frame = pieces[0] if len(pieces) == 1 else pd.concat(pieces, ignore_index=True)
     try:
         return _from_storable(frame, table)
     except (ValueError, TypeError) as exc:
-        raise StorageError(f"{where} does not match its schema: {exc}.") from None
+        raise StorageError(f"{where} does not match its schema: {exc}.",
+                           hint=_RESTORE) from None
+
+
+def _listed_files(folder: Path, table: str, entry: Any, where: str) -> list[tuple[Path, dict]]:
+    """The part files the manifest lists for ``table``; names are checked so a manifest cannot point elsewhere."""
+    if isinstance(entry, dict) and entry.get("file") == f"{table}.parquet":  # format 1: one file per table
+        return [(folder / entry["file"], entry)]
+    parts = entry.get("parts") if isinstance(entry, dict) and entry.get("folder") == table else None
+    if not isinstance(parts, list) or not parts or not all(
+            isinstance(p, dict) and isinstance(p.get("file"), str) and _PART.match(p["file"]) for p in parts):
+        raise StorageError(f"{where} is not listed in the manifest.",
+                           hint=_RESTORE)
+    return [(folder / table / p["file"], p) for p in parts]
