@@ -10,7 +10,9 @@ from .._hashing import stable_hash
 from ..errors import ParameterError
 from .cluster import LEAF_BUDGET, MAX_CHILDREN
 
-ALGORITHM = "hierarchical-leiden-v2"  # v2: two Leiden iterations per call (igraph default), not to convergence
+# v2: two Leiden iterations per call (igraph default), not to convergence;
+# v3: the groups of an over-budget split are packed back together up to the leaf budget
+ALGORITHM = "hierarchical-leiden-v3"
 PARENT_BUDGET = 96_000
 CHILD_CONTRIBUTION = 2_000
 MODEL_METHODS = ("extract", "write_report", "map_findings", "rate")

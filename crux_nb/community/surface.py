@@ -10,7 +10,7 @@ generation in one commit; a failure leaves the previous generation current.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import pandas as pd
@@ -134,22 +134,26 @@ class CommunitySurface:
             lease = self._lease()
             if lease is not None:  # a saved knowledge base: one builder across processes, published by saving
                 lease.acquire()
-                adopted = None if force else self._adopt_published()
-                if adopted is not None:
-                    lease.release()
-                    return adopted
-            self._building = True
             try:
-                log = CallLog()
-                self._ensure_entity_graph(progress)
-                result = self._build(log, force=force, progress=progress, executor=executor)
-                if lease is not None:
-                    self.kb.save(self.kb.path)
-                return result
+                adopted = None if force or lease is None else self._adopt_published()
+                if adopted is None:
+                    self._building = True
+                    before = self.kb.state
+                    self._ensure_entity_graph(progress)
+                    if lease is not None and not force and self.kb.state is not before:
+                        # the publisher extracted first too: with the graph in place, its generation may be ours
+                        adopted = self._adopt_published()
+                if adopted is not None:
+                    result = adopted
+                else:
+                    result = self._build(CallLog(), force=force, progress=progress, executor=executor)
+                    if lease is not None:
+                        self.kb.save(self.kb.path)
             finally:
                 self._building = False
                 if lease is not None:
                     lease.release()
+            return replace(result, status=self.status())  # "building" only while a build ran: report the outcome
 
     def _adopt_published(self) -> PrepareResult | None:
         """If another process published ready communities for this scope while we waited, take them."""
