@@ -303,7 +303,7 @@ class ChatModel:
                 return body
             except urllib.error.HTTPError as exc:
                 status = exc.code
-                detail = _error_detail(exc)
+                detail = self._redact(_error_detail(exc))  # redacted at once: tracebacks may show locals
                 if (status in (400, 422, 500) and self._state["format"] is None
                         and (payload.get("response_format") or {}).get("type") == "json_schema"
                         and re.search(r"response_format|json_schema", detail)):

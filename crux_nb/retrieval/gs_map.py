@@ -29,7 +29,7 @@ class Batch:
 class Rating:
     community_id: str
     level: int
-    rating: float | None  # None: not rated (the root, or cut by the call budget)
+    rating: float | None  # None: not rated (the root, cut by the call budget, or omitted by the model)
     decision: str  # "visited" | "skipped" | "truncated"
 
 
@@ -84,9 +84,11 @@ def descend(units: list[Unit], rate: Any, *, max_calls: int, leaves: bool = True
     while frontier:
         batches = pack(frontier, rating=True)
         ratings: dict[str, float] = {}
+        cut_ids: set[str] = set()
         for k, batch in enumerate(batches):
             if calls >= max_calls:
                 cut = [u for b in batches[k:] for u in b.units]
+                cut_ids = {u.community_id for u in cut}
                 skipped += [Rating(u.community_id, u.level, None, "truncated") for u in cut]
                 truncations.append({"kind": "adaptive-descent", "reason": f"rating call budget of {max_calls} reached",
                                     "community_ids": [u.community_id for u in cut]})
@@ -96,6 +98,8 @@ def descend(units: list[Unit], rate: Any, *, max_calls: int, leaves: bool = True
         nxt = []
         for u in frontier:
             if u.community_id not in ratings:
+                if u.community_id not in cut_ids:  # rated batch, but the model gave it no rating: not descended
+                    skipped.append(Rating(u.community_id, u.level, None, "skipped"))
                 continue
             score = float(ratings[u.community_id])
             if score >= THRESHOLD:
