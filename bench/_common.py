@@ -1,13 +1,15 @@
 """Shared helpers for the benchmark scripts in ``bench/``.
 
 Timing (per-call samples with warm-up and repeats, percentiles), phase timers,
-peak memory, machine/version info and Markdown tables. Standard library and
-numpy only, so every benchmark can import it without extra dependencies.
+peak memory, machine/version info, Markdown tables and the machine-readable
+summary every benchmark writes beside its report (:func:`write_summary`).
+Standard library only, so every benchmark can import it without extra dependencies.
 """
 
 from __future__ import annotations
 
 import gc
+import json
 import math
 import os
 import platform
@@ -24,6 +26,7 @@ from typing import Any, Iterator
 __all__ = [
     "Stats", "stats", "percentile", "time_per_call", "time_interleaved", "time_once", "Phases", "load_average",
     "peak_rss_mb", "current_rss_mb", "machine_info", "markdown_table", "fmt_num", "write_text", "quiet_gc",
+    "write_summary", "SUMMARY_KEYS", "VERDICTS",
 ]
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -269,4 +272,79 @@ def write_text(path: str | os.PathLike, text: str) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
+    return path
+
+
+# ------------------------------------------------------------------- summary
+SUMMARY_KEYS = ("benchmark", "measure", "ours", "baseline", "baseline_name", "ratio", "target", "verdict")
+VERDICTS = ("pass", "miss", "info")
+
+
+def _summary_number(value: Any, what: str) -> float | int | None:
+    """A JSON-safe number: ints stay ints, floats keep 6 significant digits, None/NaN become None."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{what} must be a number or None, not {value!r}")
+    if isinstance(value, int):
+        return value
+    if math.isnan(value) or math.isinf(value):
+        return None
+    return float(f"{value:.6g}")
+
+
+def write_summary(md_path: str | os.PathLike, benchmark: str, rows: Iterable[Mapping[str, Any]]) -> Path:
+    """Write the machine-readable summary of one benchmark run beside its Markdown report.
+
+    The file is ``<report without .md>.summary.json`` (``bench/out/neighbors_small.md`` ->
+    ``bench/out/neighbors_small.summary.json``): a JSON list with one object per measure and
+    exactly the keys of :data:`SUMMARY_KEYS`:
+
+    * ``benchmark``: the benchmark's name (the script without ``.py``);
+    * ``measure``: what was measured, units in the name (``"neighbors(ref) - mean (us)"``);
+    * ``ours``: crux_nb's figure (a number, or null when it could not be measured);
+    * ``baseline``: the baseline's figure measured in the same run, or null when there is none;
+    * ``baseline_name``: what the baseline is (null without a baseline);
+    * ``ratio``: ``ours / baseline``, computed here from the stored numbers (null unless both
+      are numbers and the baseline is not 0);
+    * ``target``: null, or conditions joined by ``" and "``; each is ``"<ours|ratio> <op> <number>"``
+      (op one of ``<= < >= > ==``, optionally followed by a note in parentheses) or a plain-words
+      condition the benchmark checked itself (``"deterministic"``);
+    * ``verdict``: ``"pass"`` / ``"miss"`` against the target, ``"info"`` for a measure without one.
+
+    ``rows`` give ``measure``, ``ours`` and optionally ``baseline``, ``baseline_name``, ``target`` and
+    ``verdict`` (default ``"info"``). Floats keep 6 significant digits; NaN is written as null.
+    """
+    out: list[dict[str, Any]] = []
+    seen: set[tuple[str, Any]] = set()
+    for row in rows:
+        unknown = set(row) - {"measure", "ours", "baseline", "baseline_name", "target", "verdict"}
+        if unknown:
+            raise ValueError(f"unknown summary fields {sorted(unknown)} (ratio is computed, not given)")
+        measure = row.get("measure")
+        if not isinstance(measure, str) or not measure:
+            raise ValueError(f"summary row without a measure: {row!r}")
+        ours = _summary_number(row.get("ours"), f"{measure}: ours")
+        baseline = _summary_number(row.get("baseline"), f"{measure}: baseline")
+        ratio = _summary_number(ours / baseline, f"{measure}: ratio") if (
+            ours is not None and baseline is not None and baseline != 0) else None
+        verdict = row.get("verdict", "info")
+        if verdict not in VERDICTS:
+            raise ValueError(f"{measure}: verdict {verdict!r} is not one of {VERDICTS}")
+        target = row.get("target")
+        if target is not None and not isinstance(target, str):
+            raise TypeError(f"{measure}: target must be a string or None, not {target!r}")
+        if verdict != "info" and target is None:
+            raise ValueError(f"{measure}: a {verdict!r} verdict needs a target")
+        name = row.get("baseline_name")
+        key = (measure, name)
+        if key in seen:
+            raise ValueError(f"{benchmark}: measure {measure!r} against {name!r} appears twice")
+        seen.add(key)
+        out.append({"benchmark": benchmark, "measure": measure, "ours": ours, "baseline": baseline,
+                    "baseline_name": name, "ratio": ratio, "target": target, "verdict": verdict})
+    path = Path(md_path)
+    path = path.with_name((path.name[:-3] if path.name.endswith(".md") else path.name) + ".summary.json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return path

@@ -68,7 +68,7 @@ from crux_nb.community.cluster import LEAF_BUDGET, Community, cluster  # noqa: E
 from crux_nb.community.graph_input import CommunityGraph  # noqa: E402
 
 from _common import (OUT_DIR, current_rss_mb, fmt_num, load_average, machine_info, markdown_table,  # noqa: E402
-                     peak_rss_mb, quiet_gc, write_text)
+                     peak_rss_mb, quiet_gc, write_summary, write_text)
 
 try:  # GraphRAG's clustering engine; optional (pip install graspologic-native)
     from graspologic_native import hierarchical_leiden
@@ -402,6 +402,28 @@ def size_rows(results: list[SizeResult]) -> tuple[list[list[str]], list[list[str
     return rows, details
 
 
+def summary_rows(results: list[SizeResult]) -> list[dict[str, Any]]:
+    """Per size: the time against graspologic-native with the results table's target (ratio and determinism),
+    and leaf-partition modularity and NMI (information). The measure names end in ``<n> nodes``."""
+    rows = []
+    for s in results:
+        deterministic = s.crux_same and s.crux_shuffled_same
+        gn, q = s.gn, s.quality
+        name = BASELINE if gn is not None else f"{BASELINE} ({NO_BASELINE})"
+        if gn is None:
+            verdict = "info" if deterministic else "miss"
+        else:
+            verdict = "pass" if s.crux.median / gn.median <= TARGET_RATIO and deterministic else "miss"
+        size = f"{s.n:,} nodes"
+        rows.append({"measure": f"cluster() time (s), {size}", "ours": s.crux.median,
+                     "baseline": gn.median if gn is not None else None, "baseline_name": name,
+                     "target": f"ratio <= {TARGET_RATIO:g} and deterministic", "verdict": verdict})
+        for key, label in (("modularity", "leaf modularity (weighted)"), ("nmi", "leaf NMI vs planted blocks")):
+            rows.append({"measure": f"{label}, {size}", "ours": q["crux_nb"][key],
+                         "baseline": q[BASELINE][key] if gn is not None else None, "baseline_name": name})
+    return rows
+
+
 # ------------------------------------------------------------------- Carol
 def find_carol() -> Path | None:
     for base in DATA_CANDIDATES:
@@ -565,6 +587,7 @@ def run(cfg: Config, *, out_path: Path, label: str) -> tuple[str, list[str]]:
         "",
     ])
     write_text(out_path, text)
+    write_summary(out_path, "clustering", summary_rows(results))
     return text, problems
 
 

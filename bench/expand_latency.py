@@ -6,6 +6,7 @@ the same ordering), for depth 1, 2, 3 and 1, 10, 50 seeds, with both entity-hop 
     python bench/expand_latency.py --small    # 5k nodes / 25k edges, for the test suite
 
 Targets (issue): depth-2 expansion from 10 seeds under 20 ms at p95, and at least 10x faster than networkx.
+Writes bench/out/expand_latency[_small].md and a summary JSON beside it (the two targets per entity-hop rule).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import neighbors as nbench  # noqa: E402  (the synthetic graph generator)
-from _common import OUT_DIR, load_average, machine_info, markdown_table, percentile, write_text  # noqa: E402
+from _common import (OUT_DIR, load_average, machine_info, markdown_table, percentile, write_summary,  # noqa: E402
+                     write_text)
 
 import crux_nb  # noqa: E402
 from crux_nb.retrieval import custom_step, expand_relations  # noqa: E402
@@ -29,6 +31,7 @@ from crux_nb.store import KnowledgeBase  # noqa: E402
 
 TYPES = ("mentions", "related", "references")
 FAN_OUT, MAX_CANDIDATES, K = 64, 512, 60
+TARGET_P95_MS, TARGET_VS_NETWORKX = 20, 10  # depth 2, 10 seeds: p95 under 20 ms and >= 10x faster than networkx
 
 
 def build(cfg):
@@ -104,7 +107,7 @@ def crux_recipe(kb, seeds_box, *, depth, limit, entity_hops):
                                              entity_hops=entity_hops)])
 
 
-def run(small: bool) -> str:
+def run(small: bool, out_path: Path | None = None) -> str:
     cfg = nbench.SMALL if small else nbench.FULL
     t0 = time.perf_counter()
     syn, kb, G = build(cfg)
@@ -113,7 +116,7 @@ def run(small: bool) -> str:
     rng = np.random.default_rng(7)
     sets = 2 if small else 10
     depths, counts = ((1, 2), (1, 10)) if small else ((1, 2, 3), (1, 10, 50))
-    rows, checks = [], 0
+    rows, checks, summary = [], 0, []
     for entity_hops in ("free", "counted"):
         for depth in depths:
             for n in counts:
@@ -140,7 +143,15 @@ def run(small: bool) -> str:
                 ratio = percentile(nx_ms, 50) / p50 if p50 else float("nan")
                 target = ""
                 if depth == 2 and n == 10:
-                    target = "pass" if p95 < 20 and ratio >= 10 else "miss"
+                    target = "pass" if p95 < TARGET_P95_MS and ratio >= TARGET_VS_NETWORKX else "miss"
+                    name = f"expand_relations depth 2, 10 seeds, entity_hops={entity_hops}"
+                    summary += [
+                        {"measure": f"{name} - p95 (ms)", "ours": p95, "target": f"ours < {TARGET_P95_MS:g}",
+                         "verdict": "pass" if p95 < TARGET_P95_MS else "miss"},
+                        {"measure": f"{name} - p50 (ms)", "ours": p50, "baseline": percentile(nx_ms, 50),
+                         "baseline_name": "networkx (same traversal)",
+                         "target": f"ratio <= {1 / TARGET_VS_NETWORKX:g} (>= {TARGET_VS_NETWORKX:g}x faster than "
+                                   "networkx)", "verdict": "pass" if ratio >= TARGET_VS_NETWORKX else "miss"}]
                 rows.append([entity_hops, depth, n, f"{p50:.2f}", f"{p95:.2f}", f"{percentile(nx_ms, 50):.2f}",
                              f"{ratio:.1f}x", target])
     table = markdown_table(["entity hops", "depth", "seeds", "crux_nb p50 ms", "crux_nb p95 ms", "networkx p50 ms",
@@ -152,7 +163,8 @@ def run(small: bool) -> str:
         f"types {list(TYPES)}, limit 20, seeds drawn from chunks, {sets} seed sets per row; built in {build_s:.1f} s.",
         f"Every run's added hits were checked equal to the networkx implementation ({checks} checks).", "",
         table, "", f"Load average at end: {load_average()}; python {info.get('python')}.", ""])
-    path = write_text(OUT_DIR / ("expand_latency_small.md" if small else "expand_latency.md"), text)
+    path = write_text(out_path or OUT_DIR / ("expand_latency_small.md" if small else "expand_latency.md"), text)
+    write_summary(path, "expand_latency", summary)
     print(text)
     print(f"written to {path}")
     return text
@@ -161,7 +173,9 @@ def run(small: bool) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--small", action="store_true")
-    run(parser.parse_args(argv).small)
+    parser.add_argument("--out", type=Path, help="Markdown output (default bench/out/expand_latency[_small].md)")
+    args = parser.parse_args(argv)
+    run(args.small, args.out)
     return 0
 
 

@@ -66,7 +66,7 @@ import crux_nb  # noqa: E402
 from crux_nb.retrieval import expand_relations, retrieve  # noqa: E402
 
 from _common import (OUT_DIR, Phases, fmt_num, load_average, machine_info, markdown_table,  # noqa: E402
-                     peak_rss_mb, quiet_gc, write_text)
+                     peak_rss_mb, quiet_gc, write_summary, write_text)
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 BOOK_PATH = SHARED_DATA / "christmas-carol" / "a-christmas-carol.txt"
@@ -328,6 +328,24 @@ def expansion_notes(outcomes: list[Outcome], base: Outcome, questions: list[Ques
     return lines
 
 
+def summary_rows(outcomes: list[Outcome]) -> list[dict[str, Any]]:
+    """The headline as summary rows: the pre-declared expansion against ``retrieve(10)`` (Recall@10 is the
+    target: not lowered; Recall@5 and latency for information)."""
+    base = next(o for o in outcomes if o.config is BASELINE)
+    default = next(o for o in outcomes if o.config is DEFAULT)
+    lowered = default.mean("recall10") < base.mean("recall10") - 1e-12
+    name = f"{BASELINE.name} (same run)"
+    return [
+        {"measure": f"Recall@10, {DEFAULT.name}", "ours": default.mean("recall10"), "baseline": base.mean("recall10"),
+         "baseline_name": name, "target": "ratio >= 1 (expansion does not lower Recall@10)",
+         "verdict": "miss" if lowered else "pass"},
+        {"measure": f"Recall@5, {DEFAULT.name}", "ours": default.mean("recall5"), "baseline": base.mean("recall5"),
+         "baseline_name": name},
+        {"measure": f"mean latency per query (ms), {DEFAULT.name}", "ours": default.latency_ms,
+         "baseline": base.latency_ms, "baseline_name": name},
+    ]
+
+
 def build_report(outcomes: list[Outcome], questions: list[Question], *, label: str, kb_summary: str,
                  straddling: int, n_snippets: int, phases: Phases, load_start: str, total_s: float,
                  repeats: int) -> str:
@@ -442,6 +460,7 @@ def run(*, small: bool, out_path: Path, repeats: int) -> str:
                         straddling=straddling, n_snippets=n_snippets, phases=phases, load_start=load_start,
                         total_s=time.perf_counter() - started, repeats=repeats)
     write_text(out_path, text)
+    write_summary(out_path, "expand_quality", summary_rows(outcomes))
     return text
 
 

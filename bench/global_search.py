@@ -71,7 +71,7 @@ from crux_nb.retrieval import global_search  # noqa: E402
 from crux_nb.retrieval import gs_map  # noqa: E402
 
 from _common import (OUT_DIR, Phases, load_average, machine_info, markdown_table,  # noqa: E402
-                     peak_rss_mb, write_text)
+                     peak_rss_mb, write_summary, write_text)
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 BOOK_PATH = SHARED_DATA / "christmas-carol" / "a-christmas-carol.txt"
@@ -374,6 +374,23 @@ def summary_table(summaries: list[Summary]) -> str:
     return markdown_table(SUMMARY_COLUMNS, rows)
 
 
+def summary_rows(summaries: list[Summary]) -> list[dict[str, Any]]:
+    """Per detail: input characters adaptive vs scan all and overlap@10 (the two halves of the target, each
+    with its own verdict), and model calls per question (information)."""
+    rows = []
+    for s in summaries:
+        rows += [
+            {"measure": f"input chars per question, adaptive, detail={s.detail}", "ours": s.chars_adaptive,
+             "baseline": s.chars_all, "baseline_name": "scan all (same run)", "target": f"ratio <= {MAX_CHAR_RATIO:g}",
+             "verdict": "pass" if s.chars_ok else "miss"},
+            {"measure": f"overlap@10 with scan all's top 10 (share), adaptive, detail={s.detail}", "ours": s.overlap,
+             "target": f"ours >= {MIN_OVERLAP:g}", "verdict": "pass" if s.overlap_ok else "miss"},
+            {"measure": f"model calls per question, adaptive, detail={s.detail}", "ours": s.calls_adaptive,
+             "baseline": s.calls_all, "baseline_name": "scan all (same run)"},
+        ]
+    return rows
+
+
 def verdict_lines(summaries: list[Summary]) -> list[str]:
     out = []
     for s in summaries:
@@ -631,6 +648,7 @@ def run(*, small: bool, out_path: Path, sweep: bool) -> str:
                         questions=questions, sweep=sweep_rows, kb_summary=kb_summary, phases=phases,
                         load_start=load_start, total_s=time.perf_counter() - started)
     write_text(out_path, text)
+    write_summary(out_path, "global_search", summary_rows(summaries))
     return text
 
 

@@ -58,7 +58,7 @@ from crux_nb.models import OfflineModel  # noqa: E402
 from crux_nb.retrieval import global_search  # noqa: E402
 
 from _common import (OUT_DIR, fmt_num, load_average, machine_info, markdown_table, peak_rss_mb,  # noqa: E402
-                     time_once, write_text)
+                     time_once, write_summary, write_text)
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 INDEX = SHARED_DATA / "graphrag-christmas-carol"
@@ -95,7 +95,7 @@ def measure(fn, repeats: int) -> tuple[Any, float, float]:
     return result, timing.mean_ns / 1e9, peak
 
 
-def import_section(repeats: int) -> tuple[Any, str]:
+def import_section(repeats: int) -> tuple[Any, str, dict[str, float]]:
     rss_before = peak_rss_mb()
     kb, seconds, peak = measure(lambda: read_graphrag(INDEX, id="carol"), repeats)
     rss_after = peak_rss_mb()
@@ -125,13 +125,15 @@ def import_section(repeats: int) -> tuple[Any, str]:
         f"{back.graphrag.references.resolved}/{back.graphrag.references.references} references resolved.", "",
         "## Import report", "", f"Layout: {info.layout}. Status of the imported communities: "
         f"{kb.communities.status()}.", "", markdown_table(["what", "count"], counts)])
-    return kb, text
+    figures = {"read_ms": seconds * 1000, "references": refs.references, "resolved": refs.resolved}
+    return kb, text, figures
 
 
 # ------------------------------------------------------------ global search
-def crux_costs(kb: Any, qs: list[str]) -> list[list[str]]:
+def crux_costs(kb: Any, qs: list[str]) -> tuple[list[list[str]], dict[tuple[str, str], dict[str, float]]]:
+    """Table rows, and the means per (scan, detail)."""
     model = OfflineModel()
-    rows = []
+    rows, means = [], {}
     for scan, detail in CONFIGS:
         totals = {"reports": 0, "maps": 0, "rates": 0, "chars": 0}
         recipe = kb.recipe(steps=[global_search(model=model, scan=scan, detail=detail, limit=10)])
@@ -147,11 +149,11 @@ def crux_costs(kb: Any, qs: list[str]) -> list[list[str]]:
             totals["rates"] += k.adaptive.rating_calls if k.adaptive else 0
             totals["chars"] += k.preflight["input_chars"] + sum(chars[c] for c in rated)
         n = len(qs)
-        mean = {key: value / n for key, value in totals.items()}
+        mean = means[scan, detail] = {key: value / n for key, value in totals.items()}
         rows.append([f"crux_nb global_search(scan={scan}, detail={detail})", fmt_num(mean["reports"]),
                      fmt_num(mean["maps"]), fmt_num(mean["rates"]), fmt_num(mean["chars"]),
                      fmt_num(mean["chars"] / CHARS_PER_TOKEN)])
-    return rows
+    return rows, means
 
 
 def pack_windows(sizes: list[int], budget: int) -> int:
@@ -173,7 +175,8 @@ def graphrag_rollup(communities: Any, level: int) -> set[int]:
     return set(best.values())
 
 
-def graphrag_costs(kb: Any) -> list[list[str]]:
+def graphrag_costs(kb: Any) -> tuple[list[list[str]], int]:
+    """Table rows, and the input characters of GraphRAG's default query (the community_level roll-up)."""
     import pandas as pd
 
     reports = pd.read_parquet(INDEX / "community_reports.parquet").sort_values("community")
@@ -191,13 +194,30 @@ def graphrag_costs(kb: Any) -> list[list[str]]:
         chars = sum(sizes)
         rows.append([name, str(len(frame)), str(pack_windows(sizes, budget)), "0", fmt_num(chars),
                      fmt_num(chars / CHARS_PER_TOKEN)])
+    default_chars = sum(len(t) for t in reports[reports["community"].isin(chosen)]["full_content"])
+    return rows, default_chars
+
+
+def summary_rows(figures: dict[str, float], means: dict[tuple[str, str], dict[str, float]],
+                 graphrag_chars: int) -> list[dict[str, Any]]:
+    """Information only (the benchmark sets no target): import time, resolved references, and crux_nb's global
+    search input characters per question against GraphRAG's default static global search over the same reports."""
+    rows = [{"measure": "read_graphrag(shared index) mean time (ms)", "ours": figures["read_ms"]},
+            {"measure": "report [Data: ...] references resolved (count)", "ours": figures["resolved"],
+             "baseline": figures["references"], "baseline_name": "references cited in GraphRAG's reports"}]
+    name = f"GraphRAG static global search, community_level={GRAPHRAG_COMMUNITY_LEVEL} (computed)"
+    for (scan, detail), mean in means.items():
+        rows.append({"measure": f"global search input chars per question, scan={scan}, detail={detail}",
+                     "ours": mean["chars"], "baseline": graphrag_chars, "baseline_name": name})
     return rows
 
 
 def run(*, small: bool, repeats: int, out_path: Path) -> str:
-    kb, import_text = import_section(repeats)
+    kb, import_text, figures = import_section(repeats)
     qs = questions(small)
-    cost_rows = crux_costs(kb, qs) + graphrag_costs(kb)
+    crux_rows, means = crux_costs(kb, qs)
+    graphrag_rows, graphrag_chars = graphrag_costs(kb)
+    cost_rows = crux_rows + graphrag_rows
     source = QUESTIONS_PATH.name if QUESTIONS_PATH.is_file() else "built-in fallback questions"
     info = machine_info(["pandas", "pyarrow", "numpy"])
     text = "\n".join([
@@ -216,6 +236,7 @@ def run(*, small: bool, repeats: int, out_path: Path) -> str:
         markdown_table(["key", "value"], [[k, v] for k, v in info.items()] + [["load average", load_average()]]),
     ])
     write_text(out_path, text + "\n")
+    write_summary(out_path, "graphrag_import", summary_rows(figures, means, graphrag_chars))
     return text
 
 

@@ -6,6 +6,9 @@ Usage::
     python bench/models_quality.py --small    # fast subset (used by tests/models/test_bench_smoke.py)
     python bench/models_quality.py --json     # also print the results as one JSON line
 
+Besides the printed table it writes a Markdown report, bench/out/models_quality[_small].md (``--out``),
+and a summary JSON beside it.
+
 Measures, for two corpora:
 
 * **Entity recall**: the share of hand-listed main entities that the offline
@@ -43,8 +46,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from crux_nb.models import CallLog, OfflineModel, call_task  # noqa: E402
+
+from _common import OUT_DIR, machine_info, markdown_table, write_summary, write_text  # noqa: E402
 
 SAMPLE_DIR = ROOT / "data" / "sample"
 SAMPLE_GOLD = ROOT / "data" / "sample_entities.csv"
@@ -217,10 +223,48 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def markdown_report(rows: list[dict], *, small: bool, fingerprint: str) -> str:
+    """The printed table as a Markdown report (same columns and cells)."""
+    lines = table(rows).splitlines()
+    header = [c.strip() for c in lines[0].split(" | ")]
+    body = [[c.strip() for c in line.split(" | ")] for line in lines[2:]]
+    out = [f"# Offline model quality ({'small' if small else 'full'})", "",
+           f"Model `{fingerprint}`. Recall: share of the hand-listed entities named in the measured text (`gold`, "
+           "of `listed`) that the offline `extract` finds; grounded: share of report findings whose every cited chunk "
+           "holds the finding verbatim (must be 100%).", "",
+           markdown_table(header, body), ""]
+    notes = [f"- missed in {r['corpus']}: {', '.join(r['missed'])}" for r in rows if r.get("missed")]
+    notes += [f"- {r['corpus']}: skipped (data not found)" for r in rows if r.get("skipped")]
+    out += notes + ([""] if notes else [])
+    info = machine_info(["pandas", "numpy"])
+    out += ["## Machine", "", markdown_table(["key", "value"], [[k, v] for k, v in info.items()], align=["l", "l"]),
+            ""]
+    return "\n".join(out)
+
+
+def summary_rows(rows: list[dict]) -> list[dict]:
+    """Per corpus: entity recall (found of the hand-listed gold entities; the benchmark sets no recall target)
+    and report grounding (target: every finding grounded)."""
+    out = []
+    for r in rows:
+        if r.get("skipped"):
+            continue
+        if r["gold"]:
+            out.append({"measure": f"entity recall, {r['corpus']} (hand-listed entities found, count)",
+                        "ours": r["found"], "baseline": r["gold"],
+                        "baseline_name": f"hand list ({r['gold']} of {r['listed']} named in the text)"})
+        if r["grounded"] is not None:
+            out.append({"measure": f"report grounding, {r['corpus']} (share of {r['findings']} findings)",
+                        "ours": r["grounded"], "target": "ours == 1",
+                        "verdict": "pass" if r["grounded"] >= 1.0 else "miss"})
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--small", action="store_true", help="fast subset (6 documents / 60 chunks)")
     parser.add_argument("--json", action="store_true", help="also print the results as one JSON line")
+    parser.add_argument("--out", type=Path, help="Markdown output (default bench/out/models_quality[_small].md)")
     args = parser.parse_args(argv)
     model = OfflineModel()
     rows = []
@@ -236,6 +280,10 @@ def main(argv: list[str] | None = None) -> int:
     for row in rows:
         if row.get("missed"):
             print(f"missed in {row['corpus']}: {', '.join(row['missed'])}")
+    out = args.out or OUT_DIR / ("models_quality_small.md" if args.small else "models_quality.md")
+    write_text(out, markdown_report(rows, small=args.small, fingerprint=model.fingerprint))
+    write_summary(out, "models_quality", summary_rows(rows))
+    print(f"written to {out}", file=sys.stderr)
     if args.json:
         print(json.dumps({"small": args.small, "fingerprint": model.fingerprint, "rows": rows}, sort_keys=True))
     bad = [r["corpus"] for r in rows if r.get("grounded") is not None and r["grounded"] < 1.0]

@@ -56,7 +56,7 @@ from crux_nb.schema import coerce  # noqa: E402
 from crux_nb.store.knowledge_base import KnowledgeBase  # noqa: E402
 
 from _common import (OUT_DIR, Phases, current_rss_mb, fmt_num, machine_info, markdown_table,  # noqa: E402
-                     load_average, peak_rss_mb, time_interleaved, time_once, write_text)
+                     load_average, peak_rss_mb, time_interleaved, time_once, write_summary, write_text)
 
 # ------------------------------------------------------------------ settings
 TRAVERSAL_TYPES = ("mentions", "related")
@@ -416,32 +416,49 @@ def verdict(crux: float, igraph_py: float, networkx: float) -> tuple[float, floa
     return r_ig, r_nx, "pass" if not misses else "miss (" + "; ".join(misses) + ")"
 
 
-def result_rows(res: dict[str, dict[str, Any]]) -> list[list[str]]:
-    """``res[op][system]`` holds Stats (per-call/per-seed) or a float (ms total); see ``run``."""
-    target = f"<={TARGET_VS_IGRAPH:g}x igraph; >={TARGET_VS_NETWORKX:g}x faster than networkx"
-    rows = []
-
-    def add(label: str, values: dict[str, float | None]):
-        r_ig, r_nx, v = verdict(values["crux"], values["igraph"], values["networkx"])
-        rows.append([label, fmt_num(values["crux"]), fmt_num(values["igraph"]), fmt_num(values.get("igraph_c")),
-                     fmt_num(values["networkx"]), f"{r_ig:.2f}", f"{r_nx:.2f}", target, v])
-
+def measure_values(res: dict[str, dict[str, Any]]) -> list[tuple[str, dict[str, float | None]]]:
+    """(row label, figure per system) for every row of the results table; ``res`` as built in ``run``."""
+    out: list[tuple[str, dict[str, float | None]]] = []
     cold = res["cold"]
-    add("neighbors(ref) - first pass, cold caches - mean (us)", {s: cold[s].mean_us for s in SYSTEMS})
+    out.append(("neighbors(ref) - first pass, cold caches - mean (us)", {s: cold[s].mean_us for s in SYSTEMS}))
     for key, name in (("all", "neighbors(ref)"),
                       ("typed", f"neighbors(ref, types=[{','.join(TYPED_FILTER)}], direction={TYPED_DIRECTION})")):
         per = res[key]
         for stat in ("mean", "p50", "p95"):
-            add(f"{name} - {stat} (us)", {s: getattr(per[s], f"{stat}_us") for s in ("crux", "igraph", "networkx")})
+            out.append((f"{name} - {stat} (us)", {s: getattr(per[s], f"{stat}_us") for s in SYSTEMS}))
     hop = res["two_hop"]
-    add("2-hop typed traversal, all seeds - total (ms)",
-        {**{s: hop[s + "_total_ms"] for s in ("crux", "igraph", "networkx")}, "igraph_c": hop["igraph_c_total_ms"]})
-    add("2-hop typed traversal - per seed mean (ms)",
-        {**{s: hop[s].mean_ns / 1e6 for s in ("crux", "igraph", "networkx")},
-         "igraph_c": hop["igraph_c_total_ms"] / hop["n_seeds"]})
-    add("2-hop typed traversal - per seed p95 (ms)",
-        {s: hop[s].p95_ns / 1e6 for s in ("crux", "igraph", "networkx")})
-    assert [r[0] for r in rows] == list(ROW_LABELS), [r[0] for r in rows]
+    out.append(("2-hop typed traversal, all seeds - total (ms)",
+                {**{s: hop[s + "_total_ms"] for s in SYSTEMS}, "igraph_c": hop["igraph_c_total_ms"]}))
+    out.append(("2-hop typed traversal - per seed mean (ms)",
+                {**{s: hop[s].mean_ns / 1e6 for s in SYSTEMS}, "igraph_c": hop["igraph_c_total_ms"] / hop["n_seeds"]}))
+    out.append(("2-hop typed traversal - per seed p95 (ms)", {s: hop[s].p95_ns / 1e6 for s in SYSTEMS}))
+    assert [label for label, _ in out] == list(ROW_LABELS), [label for label, _ in out]
+    return out
+
+
+def result_rows(res: dict[str, dict[str, Any]]) -> list[list[str]]:
+    """``res[op][system]`` holds Stats (per-call/per-seed) or a float (ms total); see ``run``."""
+    target = f"<={TARGET_VS_IGRAPH:g}x igraph; >={TARGET_VS_NETWORKX:g}x faster than networkx"
+    rows = []
+    for label, values in measure_values(res):
+        r_ig, r_nx, v = verdict(values["crux"], values["igraph"], values["networkx"])
+        rows.append([label, fmt_num(values["crux"]), fmt_num(values["igraph"]), fmt_num(values.get("igraph_c")),
+                     fmt_num(values["networkx"]), f"{r_ig:.2f}", f"{r_nx:.2f}", target, v])
+    return rows
+
+
+def summary_rows(res: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The results table as summary rows: each operation once against igraph (python), once against networkx."""
+    rows = []
+    for label, values in measure_values(res):
+        r_ig, r_nx, _ = verdict(values["crux"], values["igraph"], values["networkx"])
+        rows.append({"measure": label, "ours": values["crux"], "baseline": values["igraph"],
+                     "baseline_name": "igraph (python)", "target": f"ratio <= {TARGET_VS_IGRAPH:g}",
+                     "verdict": "pass" if r_ig <= TARGET_VS_IGRAPH else "miss"})
+        rows.append({"measure": label, "ours": values["crux"], "baseline": values["networkx"],
+                     "baseline_name": "networkx", "target": f"ratio <= {1 / TARGET_VS_NETWORKX:g} "
+                     f"(>= {TARGET_VS_NETWORKX:g}x faster than networkx)",
+                     "verdict": "pass" if r_nx >= TARGET_VS_NETWORKX else "miss"})
     return rows
 
 
@@ -606,6 +623,7 @@ def run(cfg: Config, *, build: str, out_path: Path, label: str) -> str:
         "",
     ])
     write_text(out_path, text)
+    write_summary(out_path, "neighbors", summary_rows(res))
     return text
 
 

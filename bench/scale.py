@@ -50,7 +50,8 @@ for p in (ROOT, ROOT / "bench"):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
-from _common import OUT_DIR, current_rss_mb, fmt_num, machine_info, markdown_table, write_text  # noqa: E402
+from _common import (OUT_DIR, current_rss_mb, fmt_num, machine_info, markdown_table, write_summary,  # noqa: E402
+                     write_text)
 
 CAROL = [ROOT.parent / "shared" / "data" / "christmas-carol" / "a-christmas-carol.txt",
          Path("/work/shared/data/christmas-carol/a-christmas-carol.txt")]
@@ -311,6 +312,18 @@ def report(corpus: dict[str, Any], edges: dict[str, Any], scale: Scale, label: s
     return text, ok_chunks and ok_edges
 
 
+def summary_rows(corpus: dict[str, Any], edges: dict[str, Any]) -> list[dict[str, Any]]:
+    """Resident memory of the edge knowledge base against the 1 GB target (after building, after the reader's
+    indexes), and the corpus pipeline's stage times (information; no baseline)."""
+    target = f"ours <= {TARGET_MB:g}"
+    rows = [{"measure": f"process RSS after {label}, {edges['n_edges']:,} edges (MiB)", "ours": edges[key],
+             "target": target, "verdict": "pass" if edges[key] <= TARGET_MB else "miss"}
+            for label, key in (("building", "rss_built_mb"), ("reader indexes", "rss_indexed_mb"))]
+    rows += [{"measure": f"{s['stage']} time, {corpus['n_chunks']:,} chunks (s)", "ours": s["seconds"]}
+             for s in corpus["stages"]]
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--small", action="store_true", help="1,000 chunks / 100,000 edges (about 30 s)")
@@ -326,6 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     text, complete = report(corpus, edges, scale, "small" if args.small else "full")
     out = args.out or OUT_DIR / ("scale_small.md" if args.small else "scale.md")
     write_text(out, text)
+    write_summary(out, "scale", summary_rows(corpus, edges))
     print(text)
     print(f"written to {out}", file=sys.stderr)
     return 0 if complete else 1

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from bench_summary import by_measure, load_summary, summary_problems
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "bench" / "clustering.py"
 BASELINE = "graspologic-native"
@@ -180,8 +181,14 @@ def _baseline_installed() -> bool:
 
 
 @pytest.fixture(scope="module")
-def small_report(tmp_path_factory) -> tuple[subprocess.CompletedProcess, str]:
-    out = tmp_path_factory.mktemp("bench") / "clustering_small.md"
+def small_out(tmp_path_factory) -> Path:
+    """Where the --small run writes its report (its summary JSON goes beside it)."""
+    return tmp_path_factory.mktemp("bench") / "clustering_small.md"
+
+
+@pytest.fixture(scope="module")
+def small_report(small_out) -> tuple[subprocess.CompletedProcess, str]:
+    out = small_out
     proc = subprocess.run([sys.executable, str(SCRIPT), "--small", "--out", str(out)],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, f"bench/clustering.py --small failed:\n{proc.stderr[-4000:]}"
@@ -236,3 +243,27 @@ def test_checker_catches_broken_tables(small_report):
         assert any("model calls" in p for p in carol_problems(broken))
         stage = next(i for i, line in enumerate(lines) if "kb.extract_entities()" in line)
         assert any("missing Carol stage" in p for p in carol_problems("\n".join(lines[:stage] + lines[stage + 1:])))
+
+
+def test_small_run_writes_a_summary(small_report, small_out):
+    """Time, modularity and NMI at 2,000 nodes against graspologic-native, with the table's figures and verdict."""
+    _, text = small_report
+    baseline = _baseline_installed()
+    rows = load_summary(small_out)
+    assert summary_problems(rows, "clustering") == []
+    got = by_measure(rows)
+    assert set(got) == {"cluster() time (s), 2,000 nodes", "leaf modularity (weighted), 2,000 nodes",
+                        "leaf NMI vs planted blocks, 2,000 nodes"}
+    table = dict(zip(COLUMNS, _cells(next(line for line in text.splitlines() if line.startswith("| 2,000 |")))))
+    time_row = got["cluster() time (s), 2,000 nodes"]
+    assert time_row["target"] == "ratio <= 1 and deterministic"
+    assert math.isclose(time_row["ours"], _number(table["crux_nb s"]), rel_tol=0.01)
+    assert math.isclose(got["leaf NMI vs planted blocks, 2,000 nodes"]["ours"], _number(table["NMI crux_nb"]),
+                        abs_tol=6e-5)
+    if baseline:
+        assert all(r["baseline_name"] == BASELINE and r["baseline"] is not None for r in rows)
+        assert math.isclose(time_row["baseline"], _number(table[f"{BASELINE} s"]), rel_tol=0.01)
+        assert time_row["verdict"] == table["target"].split(" ")[0]
+    else:
+        assert all(r["baseline"] is None and r["ratio"] is None for r in rows)
+        assert time_row["verdict"] == "info"

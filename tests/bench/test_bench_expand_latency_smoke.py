@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bench_summary import by_measure, load_summary, summary_problems
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -17,9 +19,11 @@ def rows(text: str) -> list[list[str]]:
 
 
 def test_small_run_prints_every_row_with_numbers(tmp_path):
-    done = subprocess.run([sys.executable, str(ROOT / "bench" / "expand_latency.py"), "--small"], capture_output=True,
-                          text=True, timeout=900, cwd=ROOT)
+    out = tmp_path / "expand_latency_small.md"
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "expand_latency.py"), "--small", "--out", str(out)],
+                          capture_output=True, text=True, timeout=900, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
+    assert out.read_text(encoding="utf-8").strip() in done.stdout  # the printed report is the written one
     table = rows(done.stdout)
     assert {(r[0], r[1], r[2]) for r in table} == {(h, d, n) for h in ("free", "counted") for d in ("1", "2")
                                                     for n in ("1", "10")}
@@ -30,6 +34,22 @@ def test_small_run_prints_every_row_with_numbers(tmp_path):
     assert [r[7] for r in table if (r[1], r[2]) == ("2", "10")] and all(
         r[7] in ("pass", "miss") for r in table if (r[1], r[2]) == ("2", "10"))
     assert re.search(r"checked equal to the networkx implementation \((\d+) checks\)", done.stdout)
+
+    # the summary: both targets of the depth-2 / 10-seed rows, per entity-hop rule, agreeing with the table
+    summary = load_summary(out)
+    assert summary_problems(summary, "expand_latency") == []
+    got = by_measure(summary)
+    for r in table:
+        if (r[1], r[2]) != ("2", "10"):
+            continue
+        name = f"expand_relations depth 2, 10 seeds, entity_hops={r[0]}"
+        p95, p50 = got[f"{name} - p95 (ms)"], got[f"{name} - p50 (ms)"]
+        assert (p95["target"], p95["baseline"]) == ("ours < 20", None)
+        assert p50["baseline_name"] == "networkx (same traversal)" and p50["target"].startswith("ratio <= 0.1")
+        assert abs(p95["ours"] - float(r[4])) <= 0.006 and abs(p50["ours"] - float(r[3])) <= 0.006
+        assert abs(p50["baseline"] - float(r[5])) <= 0.006
+        assert r[7] == ("pass" if p95["verdict"] == p50["verdict"] == "pass" else "miss")
+    assert len(summary) == 4
 
 
 def test_table_parser_rejects_a_broken_table():

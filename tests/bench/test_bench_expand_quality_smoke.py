@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import require_system
+from bench_summary import by_measure, load_summary, summary_problems
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "bench" / "expand_quality.py"
@@ -146,9 +147,15 @@ def table_problems(text: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def small_report(tmp_path_factory) -> tuple[subprocess.CompletedProcess, str]:
+def small_out(tmp_path_factory) -> Path:
+    """Where the --small run writes its report (its summary JSON goes beside it)."""
+    return tmp_path_factory.mktemp("bench") / "expand_quality_small.md"
+
+
+@pytest.fixture(scope="module")
+def small_report(small_out) -> tuple[subprocess.CompletedProcess, str]:
     require_system(SHARED_DATA.is_dir(), f"shared data not found at {SHARED_DATA}")
-    out = tmp_path_factory.mktemp("bench") / "expand_quality_small.md"
+    out = small_out
     proc = subprocess.run([sys.executable, str(SCRIPT), "--small", "--repeats", "1", "--out", str(out)],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, f"bench/expand_quality.py --small failed:\n{proc.stderr[-4000:]}"
@@ -197,3 +204,24 @@ def test_missing_shared_data_exits_2(tmp_path):
                           capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "shared data not found" in proc.stderr
+
+
+def test_small_run_writes_a_summary(small_report, small_out):
+    """The headline as summary rows: Recall@10 (the target, its verdict as the report's), Recall@5 and latency."""
+    _, text = small_report
+    rows = load_summary(small_out)
+    assert summary_problems(rows, "expand_quality") == []
+    table = results_rows(text)
+    base, default = table[SMALL_CONFIGS[0]], table[SMALL_CONFIGS[1]]
+    got = by_measure(rows)
+    assert set(got) == {f"{m}, {SMALL_CONFIGS[1]}" for m in ("Recall@10", "Recall@5", "mean latency per query (ms)")}
+    assert all(r["baseline_name"] == "retrieve(10) (same run)" for r in rows)
+    r10 = got[f"Recall@10, {SMALL_CONFIGS[1]}"]
+    assert r10["target"].startswith("ratio >= 1")
+    verdict = re.search(r"Verdict: (PASS|MISS)", text).group(1).lower()
+    assert r10["verdict"] == verdict
+    for metric in ("Recall@10", "Recall@5"):
+        row = got[f"{metric}, {SMALL_CONFIGS[1]}"]
+        assert math.isclose(row["ours"], float(default[metric]), abs_tol=6e-4)
+        assert math.isclose(row["baseline"], float(base[metric]), abs_tol=6e-4)
+    assert all(r["verdict"] == "info" for r in rows if r is not r10)

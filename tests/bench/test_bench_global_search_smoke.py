@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import require_system
+from bench_summary import by_measure, load_summary, summary_problems
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "bench" / "global_search.py"
@@ -149,9 +150,15 @@ def table_problems(text: str, *, details: tuple[str, ...] = ("detailed",), quest
 
 # --------------------------------------------------------------- the run
 @pytest.fixture(scope="module")
-def small_report(tmp_path_factory) -> tuple[subprocess.CompletedProcess, str]:
+def small_out(tmp_path_factory) -> Path:
+    """Where the --small run writes its report (its summary JSON goes beside it)."""
+    return tmp_path_factory.mktemp("bench") / "global_search_small.md"
+
+
+@pytest.fixture(scope="module")
+def small_report(small_out) -> tuple[subprocess.CompletedProcess, str]:
     require_system(SHARED_DATA.is_dir(), f"shared data not found at {SHARED_DATA}")
-    out = tmp_path_factory.mktemp("bench") / "global_search_small.md"
+    out = small_out
     proc = subprocess.run([sys.executable, str(SCRIPT), "--small", "--out", str(out)],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, f"bench/global_search.py --small failed:\n{proc.stderr[-4000:]}"
@@ -217,3 +224,28 @@ def test_missing_shared_data_exits_2(tmp_path):
                           capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "shared data not found" in proc.stderr
+
+
+def test_small_run_writes_a_summary(small_report, small_out):
+    """Per detail: input chars (ratio target) and overlap@10 (own target) with the summary table's figures,
+    each verdict as in the report's verdict line; calls for information."""
+    _, text = small_report
+    rows = load_summary(small_out)
+    assert summary_problems(rows, "global_search") == []
+    table = section_table(text, "Summary", SUMMARY)[0]
+    got = by_measure(rows)
+    chars = got["input chars per question, adaptive, detail=detailed"]
+    overlap = got["overlap@10 with scan all's top 10 (share), adaptive, detail=detailed"]
+    calls = got["model calls per question, adaptive, detail=detailed"]
+    assert len(rows) == 3
+    assert (chars["target"], overlap["target"], calls["verdict"]) == (f"ratio <= {MAX_RATIO:g}",
+                                                                      f"ours >= {MIN_OVERLAP:g}", "info")
+    assert math.isclose(chars["ours"], _num(table["input chars adaptive"]), abs_tol=0.051)
+    assert math.isclose(chars["baseline"], _num(table["input chars all"]), abs_tol=0.051)
+    assert math.isclose(chars["ratio"], _num(table["ratio"]), abs_tol=6e-4)
+    assert math.isclose(overlap["ours"], _num(table["overlap@10"]), abs_tol=6e-4)
+    line = re.search(r"^- `detailed`: .*$", text, flags=re.M).group(0)
+    halves = re.findall(r": (ok|miss)[;)]", line)
+    assert [chars["verdict"], overlap["verdict"]] == [("pass" if h == "ok" else "miss") for h in halves], line
+    both = "PASS" if chars["verdict"] == overlap["verdict"] == "pass" else "MISS"
+    assert table["target"] == both

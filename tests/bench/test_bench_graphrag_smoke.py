@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import require_system
+from bench_summary import by_measure, load_summary, summary_problems
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "bench" / "graphrag_import.py"
@@ -101,9 +102,15 @@ def problems(text: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def small_report(tmp_path_factory) -> tuple[subprocess.CompletedProcess, str]:
+def small_out(tmp_path_factory) -> Path:
+    """Where the --small run writes its report (its summary JSON goes beside it)."""
+    return tmp_path_factory.mktemp("bench") / "graphrag_import_small.md"
+
+
+@pytest.fixture(scope="module")
+def small_report(small_out) -> tuple[subprocess.CompletedProcess, str]:
     require_system(INDEX.is_dir(), f"shared data not found at {INDEX}")
-    out = tmp_path_factory.mktemp("bench") / "graphrag_import_small.md"
+    out = small_out
     proc = subprocess.run([sys.executable, str(SCRIPT), "--small", "--out", str(out)], cwd=ROOT,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, f"bench/graphrag_import.py --small failed:\n{proc.stderr[-4000:]}"
@@ -151,3 +158,26 @@ def test_missing_shared_data_exits_2(tmp_path):
                           capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "shared data not found" in proc.stderr
+
+
+def test_small_run_writes_a_summary(small_report, small_out):
+    """Information rows: import time, resolved references, and each crux_nb configuration's input characters
+    against GraphRAG's default static global search, with the tables' figures."""
+    _, text = small_report
+    rows = load_summary(small_out)
+    assert summary_problems(rows, "graphrag_import") == []
+    assert {r["verdict"] for r in rows} == {"info"}
+    got = by_measure(rows)
+    costs = table(text, "Global search cost", COST_COLUMNS)
+    rollup = _num(costs["GraphRAG static global search, default community_level=2 (roll-up)"][4])
+    for method in CRUX_ROWS:
+        config = method.split("(", 1)[1].rstrip(")")
+        row = got[f"global search input chars per question, {config}"]
+        assert math.isclose(row["ours"], _num(costs[method][4]), rel_tol=0.01)
+        assert row["baseline"] == pytest.approx(rollup, rel=0.01)
+    imported = table(text, "Import", IMPORT_COLUMNS)
+    assert math.isclose(got["read_graphrag(shared index) mean time (ms)"]["ours"],
+                        _num(imported["read_graphrag(shared index)"][1]), rel_tol=0.01)
+    refs = got["report [Data: ...] references resolved (count)"]
+    counts = {k: v[1] for k, v in table(text, "Import report", ["what", "count"]).items()}
+    assert (refs["ours"], refs["baseline"]) == (int(counts["references resolved"]), int(counts["references cited"]))

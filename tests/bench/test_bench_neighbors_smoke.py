@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from bench_summary import by_measure, load_summary, summary_problems
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "bench" / "neighbors.py"
 
@@ -140,8 +141,14 @@ def table_problems(text: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def small_report(tmp_path_factory) -> tuple[subprocess.CompletedProcess, str]:
-    out = tmp_path_factory.mktemp("bench") / "neighbors_small.md"
+def small_out(tmp_path_factory) -> Path:
+    """Where the --small run writes its report (its summary JSON goes beside it)."""
+    return tmp_path_factory.mktemp("bench") / "neighbors_small.md"
+
+
+@pytest.fixture(scope="module")
+def small_report(small_out) -> tuple[subprocess.CompletedProcess, str]:
+    out = small_out
     proc = subprocess.run([sys.executable, str(SCRIPT), "--small", "--out", str(out)],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, f"bench/neighbors.py --small failed:\n{proc.stderr[-4000:]}"
@@ -182,3 +189,25 @@ def test_checker_catches_broken_tables(small_report):
 
     assert table_problems(text.replace("## Results", "## Something else")) == ["no '## Results' section"]
     assert any("peak RSS" in p for p in table_problems(re.sub(r"Peak RSS of the whole run.*", "", text)))
+
+
+def test_small_run_writes_a_summary(small_report, small_out):
+    """The summary holds every results row twice (against igraph and networkx) with the table's figures."""
+    _, text = small_report
+    rows = load_summary(small_out)
+    assert summary_problems(rows, "neighbors") == []
+    table = {_cells(line)[0]: dict(zip(COLUMNS, _cells(line))) for line in _section(text, "Results")[2:]}
+    for name, ratio_col in (("igraph (python)", "crux/igraph"), ("networkx", "networkx/crux")):
+        got = by_measure(rows, name)
+        assert set(got) == set(ROWS), name
+        for label, row in got.items():
+            assert row["verdict"] in ("pass", "miss") and row["target"].startswith("ratio <= ")
+            assert math.isclose(row["ours"], _number(table[label]["crux_nb"]), rel_tol=0.01)
+            assert math.isclose(row["baseline"], _number(table[label][name]), rel_tol=0.01)
+            shown = _number(table[label][ratio_col])
+            ratio = row["ratio"] if name == "igraph (python)" else 1 / row["ratio"]
+            assert math.isclose(ratio, shown, rel_tol=0.01, abs_tol=0.006), (label, name)
+        # the table's verdict passes only when both of its summary rows pass
+        for label in ROWS:
+            both = all(by_measure(rows, n)[label]["verdict"] == "pass" for n in ("igraph (python)", "networkx"))
+            assert both == (table[label]["verdict"] == "pass"), label

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from bench_summary import load_summary, summary_problems
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "bench" / "scale.py"
 
@@ -105,8 +106,14 @@ def table_problems(text: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def small_report(tmp_path_factory) -> tuple[subprocess.CompletedProcess, str]:
-    out = tmp_path_factory.mktemp("bench") / "scale_small.md"
+def small_out(tmp_path_factory) -> Path:
+    """Where the --small run writes its report (its summary JSON goes beside it)."""
+    return tmp_path_factory.mktemp("bench") / "scale_small.md"
+
+
+@pytest.fixture(scope="module")
+def small_report(small_out) -> tuple[subprocess.CompletedProcess, str]:
+    out = small_out
     proc = subprocess.run([sys.executable, str(SCRIPT), "--small", "--out", str(out)],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, f"bench/scale.py --small failed:\n{proc.stderr[-4000:]}"
@@ -140,3 +147,22 @@ def test_checker_catches_broken_tables(small_report):
     assert any("verdict" in p for p in table_problems(broken))
     assert any("missing memory row" in p for p in table_problems("\n".join(lines[:mem] + lines[mem + 1:])))
     assert table_problems(text.replace("## Corpus pipeline", "## Other")) == ["no '## Corpus pipeline' section"]
+
+
+def test_small_run_writes_a_summary(small_report, small_out):
+    """Memory against the 1 GB target (pass/miss as in the table) and the stage times, without a baseline."""
+    _, text = small_report
+    rows = load_summary(small_out)
+    assert summary_problems(rows, "scale") == []
+    assert all(r["baseline"] is None and r["ratio"] is None for r in rows)
+    memory = {row[0]: row for row in _table(text, "## 1M-edge memory")[1:]}
+    targeted = [r for r in rows if r["verdict"] != "info"]
+    assert [r["measure"].split(",")[0] for r in targeted] == ["process RSS after building",
+                                                              "process RSS after reader indexes"]
+    for r in targeted:
+        assert r["target"] == "ours <= 1024"
+        cells = next(v for k, v in memory.items() if k.startswith(r["measure"].split(",")[0]))
+        assert math.isclose(r["ours"], _number(cells[1]), rel_tol=0.01)
+        assert cells[2].split(" ")[0] == r["verdict"]
+    stages = [r["measure"] for r in rows if r["verdict"] == "info"]
+    assert [s.split(" time,")[0] for s in stages] == list(STAGES)
