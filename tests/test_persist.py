@@ -194,3 +194,31 @@ def test_format_1_single_file_tables_still_open(tmp_path, rich_kb):
     manifest["format_version"] = 1
     (folder / "manifest.json").write_text(json.dumps(manifest))
     assert_kb_equal(rich_kb, crux_nb.open(path))
+
+
+def test_long_model_maps_keep_their_lease_alive(tmp_path):
+    """A build that outlives the lease TTL is not taken for crashed while its model calls complete."""
+    from crux_nb.models import OfflineModel
+    from crux_nb.models.calllog import CallLog
+    from crux_nb.models.remote import run_calls
+
+    class SlowModel(OfflineModel):
+        def rate(self, query, reports, *, repair=None):
+            time.sleep(0.1)
+            return super().rate(query, reports, repair=repair)
+
+    path = tmp_path / "lease"
+    reports = [{"community_id": "c1", "title": "t", "summary": "s", "findings": []}]
+    with Lease(path, ttl=0.3):
+        run_calls([(SlowModel(), "rate", ("q", reports), {"prompt_id": f"r{i}"}) for i in range(8)], log=CallLog())
+        with pytest.raises(LeaseError, match="holds the build lease"):  # 0.8 s > TTL, yet fresh
+            Lease(path, ttl=0.3, wait=0).acquire()
+    assert not path.exists()
+
+
+def test_leftover_heartbeat_files_are_removed_by_the_next_holder(tmp_path):
+    path = tmp_path / "lease"
+    (tmp_path / "lease.deadbeef.tmp").write_text("{}")  # a holder killed mid-heartbeat
+    (tmp_path / "other.lease.cafe.tmp").write_text("{}")  # not ours
+    with Lease(path):
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["lease", "other.lease.cafe.tmp"]

@@ -135,14 +135,15 @@ class CommunitySurface:
             if lease is not None:  # a saved knowledge base: one builder across processes, published by saving
                 lease.acquire()
             try:
-                adopted = None if force or lease is None else self._adopt_published()
+                published = None if force or lease is None else self._published()
+                adopted = None if published is None else self._adopt_published(published)
                 if adopted is None:
                     self._building = True
                     before = self.kb.state
                     self._ensure_entity_graph(progress)
-                    if lease is not None and not force and self.kb.state is not before:
+                    if published is not None and self.kb.state is not before:
                         # the publisher extracted first too: with the graph in place, its generation may be ours
-                        adopted = self._adopt_published()
+                        adopted = self._adopt_published(published)
                 if adopted is not None:
                     result = adopted
                 else:
@@ -155,12 +156,16 @@ class CommunitySurface:
                     lease.release()
             return replace(result, status=self.status())  # "building" only while a build ran: report the outcome
 
-    def _adopt_published(self) -> PrepareResult | None:
-        """If another process published ready communities for this scope while we waited, take them."""
+    def _published(self) -> Any:
+        """The state saved at this knowledge base's path (read under the communities lease)."""
         from ..store.persist import open_knowledge_base
+
+        return open_knowledge_base(self.kb.path).state
+
+    def _adopt_published(self, saved: Any) -> PrepareResult | None:
+        """If another process published ready communities for this scope while we waited, take them."""
         from .frames import COMMUNITY_TABLES
 
-        saved = open_knowledge_base(self.kb.path).state
         mine = self.kb.state
         rows = saved.community_generations[saved.community_generations["scope"] == self.scope]
         if rows.empty or rows.iloc[0]["strategy_fingerprint"] != self.config.strategy_fingerprint:

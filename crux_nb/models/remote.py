@@ -30,10 +30,13 @@ def call_task_remote(model: Any, task: str, args: tuple, kwargs: dict) -> tuple[
 def run_calls(calls: list[Call], *, log: Any, executor: Any = None,
               on_result: Callable[[], None] | None = None) -> list:
     """Outputs of ``call_task`` for each call, in order; ``executor`` (anything with ``submit``) runs them."""
+    from ..store.lease import keepalive  # a build under a lease stays alive while calls complete
+
     outputs = []
     if executor is None:
         for model, task, args, kwargs in calls:
             outputs.append(call_task(model, task, *args, log=log, **kwargs))
+            keepalive()
             if on_result is not None:
                 on_result()
         return outputs
@@ -43,6 +46,7 @@ def run_calls(calls: list[Call], *, log: Any, executor: Any = None,
         for record in records:
             log.append(record)
         outputs.append(output)
+        keepalive()
         if on_result is not None:
             on_result()
     return outputs

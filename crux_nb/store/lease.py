@@ -6,6 +6,7 @@ than its time-to-live is stale and may be taken over (its holder crashed).
 
 from __future__ import annotations
 
+import contextvars
 import fcntl
 import json
 import os
@@ -17,6 +18,20 @@ from pathlib import Path
 from ..errors import LeaseError
 
 DEFAULT_TTL = 30.0
+#: Long builds heartbeat their leases from :func:`keepalive` (tests that count file operations turn it off).
+KEEPALIVE = True
+_HELD: contextvars.ContextVar[tuple] = contextvars.ContextVar("crux_nb_held_leases", default=())
+
+
+def keepalive() -> None:
+    """Heartbeat every lease held in this context whose last beat is a quarter TTL old.
+
+    Called after each model call of a long map (extraction, report writing), so a build that
+    outlives the TTL is not taken for crashed while it is still making progress."""
+    if KEEPALIVE:
+        for lease in _HELD.get():
+            if time.monotonic() - lease._beat >= lease.ttl / 4:
+                lease.heartbeat()
 
 
 class Lease:
@@ -26,6 +41,7 @@ class Lease:
         self.wait = wait
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.held = False
+        self._beat = 0.0
 
     def _record(self) -> bytes:
         return json.dumps({"owner": self.owner, "heartbeat": time.time(), "ttl": self.ttl}).encode()
@@ -62,6 +78,9 @@ class Lease:
         while True:
             if self._try_create():
                 self.held = True
+                self._beat = time.monotonic()
+                _HELD.set(_HELD.get() + (self,))
+                self._remove_stray_records()
                 return self
             if self._stale():
                 self._take_over()
@@ -95,7 +114,18 @@ class Lease:
                              hint="this build ran longer than the lease TTL; retry it.")
         tmp = self.path.with_name(f"{self.path.name}.{uuid.uuid4().hex[:8]}.tmp")
         tmp.write_bytes(self._record())
-        os.replace(tmp, self.path)
+        try:
+            os.replace(tmp, self.path)
+        except FileNotFoundError:  # a new holder cleared our record: we were taken for crashed
+            self.held = False
+            raise LeaseError(f"the build lease {str(self.path)!r} was taken over by another process.",
+                             hint="this build ran longer than the lease TTL; retry it.") from None
+        self._beat = time.monotonic()
+
+    def _remove_stray_records(self) -> None:
+        """Temporary heartbeat files a killed holder left behind (only the holder writes them)."""
+        for stray in self.path.parent.glob(f"{self.path.name}.*.tmp"):
+            stray.unlink(missing_ok=True)
 
     def release(self) -> None:
         if self.held:
@@ -106,6 +136,7 @@ class Lease:
                 except FileNotFoundError:
                     pass
             self.held = False
+            _HELD.set(tuple(lease for lease in _HELD.get() if lease is not self))
 
     def __enter__(self) -> Lease:
         return self.acquire()

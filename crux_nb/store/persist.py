@@ -40,6 +40,7 @@ from .state import KBState
 FORMAT = "crux_nb"
 FORMAT_VERSION = 2
 KEEP_GENERATIONS = 2
+_OPEN_ATTEMPTS = 5
 PARTITION_ROWS = 100_000
 _GEN = re.compile(r"^g(\d{6,})$")
 _RESTORE = "the saved folder was changed outside crux_nb; restore it from a backup (kb.save keeps the previous generation)."
@@ -155,9 +156,12 @@ def _write_table(folder: Path, frame: pd.DataFrame, partition_rows: int) -> dict
 
 
 def _remove_partials(root: Path) -> None:
+    """Leftovers of a save that was killed: partial generation folders and temporary pointer files."""
     for p in (root / "generations").iterdir():
         if p.name.startswith(".tmp-"):
             shutil.rmtree(p, ignore_errors=True)
+    for p in root.glob(".CURRENT.*.tmp"):
+        p.unlink(missing_ok=True)
 
 
 def _cleanup(root: Path, *, keep: str) -> None:
@@ -196,6 +200,28 @@ def open_knowledge_base(path: str | os.PathLike, *, verify: bool = True, communi
 
     root = Path(path)
     generation = current_generation(root)
+    for _ in range(_OPEN_ATTEMPTS):
+        try:
+            meta, state = _read_generation(root, generation, verify=verify)
+            break
+        except StorageError:
+            # Saves delete generations older than the last two: one a slow reader was still reading
+            # may vanish under it. Then CURRENT has moved on; read the new one instead.
+            newer = current_generation(root)
+            if newer == generation:
+                raise
+            generation = newer
+    else:
+        raise StorageError(f"{str(root)!r} changed {_OPEN_ATTEMPTS} times while it was being opened.",
+                           code="storage_busy", hint="other processes are saving continuously; open it again later.")
+    kb = KnowledgeBase(id=meta["id"], namespace=meta["namespace"], chunk_size=meta["chunk_size"], state=state)
+    kb.path = root
+    if communities is not None:
+        kb.configure_communities(communities)
+    return kb
+
+
+def _read_generation(root: Path, generation: str, *, verify: bool) -> tuple[dict, KBState]:
     folder = root / "generations" / generation
     try:
         manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
@@ -208,15 +234,9 @@ def open_knowledge_base(path: str | os.PathLike, *, verify: bool = True, communi
     if manifest.get("format_version", 0) > FORMAT_VERSION:
         raise StorageError(f"{str(root)!r} was written by a newer crux_nb (format {manifest.get('format_version')}).",
                            hint="upgrade crux_nb to open it.")
-    frames = {}
-    for table in SCHEMAS:
-        frames[table] = _read_table(root, folder, generation, table, tables.get(table), verify=verify)
-    state = KBState(**frames)
-    kb = KnowledgeBase(id=meta["id"], namespace=meta["namespace"], chunk_size=meta["chunk_size"], state=state)
-    kb.path = root
-    if communities is not None:
-        kb.configure_communities(communities)
-    return kb
+    frames = {table: _read_table(root, folder, generation, table, tables.get(table), verify=verify)
+              for table in SCHEMAS}
+    return meta, KBState(**frames)
 
 
 def table_paths(path: str | os.PathLike) -> dict[str, Path]:
