@@ -114,46 +114,48 @@ def run(small: bool, out_path: Path | None = None) -> str:
     build_s = time.perf_counter() - t0
     chunks = set(syn.chunk_refs)
     rng = np.random.default_rng(7)
-    sets = 2 if small else 10
-    depths, counts = ((1, 2), (1, 10)) if small else ((1, 2, 3), (1, 10, 50))
+    # At 100k nodes, free entity hops flood whole entity components: one seed at depth 1 already
+    # takes ~3.5 s (and networkx longer), so the full run measures free hops on that cell only.
+    sets = 2 if small else 5
+    cells = [(hops, depth, n) for hops in ("free", "counted") for depth in (1, 2) for n in (1, 10)
+             if small or hops == "counted" or (depth, n) == (1, 1)]
     rows, checks, summary = [], 0, []
-    for entity_hops in ("free", "counted"):
-        for depth in depths:
-            for n in counts:
-                seed_sets = [[syn.chunk_refs[i] for i in rng.choice(len(syn.chunk_refs), n, replace=False)]
-                             for _ in range(sets)]
-                box = [seed_sets[0]]
-                recipe = crux_recipe(kb, box, depth=depth, limit=20, entity_hops=entity_hops)
-                recipe.retrieve("warm-up")  # builds indexes and caches once
-                crux_ms, nx_ms = [], []
-                for seeds in seed_sets:
-                    box[0] = seeds
-                    t = time.perf_counter()
-                    hits = recipe.retrieve("q")
-                    crux_ms.append((time.perf_counter() - t) * 1000)
-                    t = time.perf_counter()
-                    expected = nx_expand(G, seeds, depth=depth, limit=20, entity_hops=entity_hops, chunks=chunks)
-                    nx_ms.append((time.perf_counter() - t) * 1000)
-                    got = [str(h.ref) for h in hits[len(seeds):]]
-                    assert got == expected, f"results differ ({entity_hops}, depth {depth}, {n} seeds)"
-                    checks += 1
-                crux_ms.sort()
-                nx_ms.sort()
-                p50, p95 = percentile(crux_ms, 50), percentile(crux_ms, 95)
-                ratio = percentile(nx_ms, 50) / p50 if p50 else float("nan")
-                target = ""
-                if depth == 2 and n == 10:
-                    target = "pass" if p95 < TARGET_P95_MS and ratio >= TARGET_VS_NETWORKX else "miss"
-                    name = f"expand_relations depth 2, 10 seeds, entity_hops={entity_hops}"
-                    summary += [
-                        {"measure": f"{name} - p95 (ms)", "ours": p95, "target": f"ours < {TARGET_P95_MS:g}",
-                         "verdict": "pass" if p95 < TARGET_P95_MS else "miss"},
-                        {"measure": f"{name} - p50 (ms)", "ours": p50, "baseline": percentile(nx_ms, 50),
-                         "baseline_name": "networkx (same traversal)",
-                         "target": f"ratio <= {1 / TARGET_VS_NETWORKX:g} (>= {TARGET_VS_NETWORKX:g}x faster than "
-                                   "networkx)", "verdict": "pass" if ratio >= TARGET_VS_NETWORKX else "miss"}]
-                rows.append([entity_hops, depth, n, f"{p50:.2f}", f"{p95:.2f}", f"{percentile(nx_ms, 50):.2f}",
-                             f"{ratio:.1f}x", target])
+    for entity_hops, depth, n in cells:
+        seed_sets = [[syn.chunk_refs[i] for i in rng.choice(len(syn.chunk_refs), n, replace=False)]
+                     for _ in range(sets)]
+        box = [seed_sets[0]]
+        recipe = crux_recipe(kb, box, depth=depth, limit=20, entity_hops=entity_hops)
+        recipe.retrieve("warm-up")  # builds indexes and caches once
+        crux_ms, nx_ms = [], []
+        for seeds in seed_sets:
+            box[0] = seeds
+            t = time.perf_counter()
+            hits = recipe.retrieve("q")
+            crux_ms.append((time.perf_counter() - t) * 1000)
+            t = time.perf_counter()
+            expected = nx_expand(G, seeds, depth=depth, limit=20, entity_hops=entity_hops, chunks=chunks)
+            nx_ms.append((time.perf_counter() - t) * 1000)
+            got = [str(h.ref) for h in hits[len(seeds):]]
+            assert got == expected, f"results differ ({entity_hops}, depth {depth}, {n} seeds)"
+            checks += 1
+        crux_ms.sort()
+        nx_ms.sort()
+        p50, p95 = percentile(crux_ms, 50), percentile(crux_ms, 95)
+        ratio = percentile(nx_ms, 50) / p50 if p50 else float("nan")
+        target = ""
+        if depth == 2 and n == 10:
+            target = "pass" if p95 < TARGET_P95_MS and ratio >= TARGET_VS_NETWORKX else "miss"
+            name = f"expand_relations depth 2, 10 seeds, entity_hops={entity_hops}"
+            summary += [
+                {"measure": f"{name} - p95 (ms)", "ours": p95, "target": f"ours < {TARGET_P95_MS:g}",
+                 "verdict": "pass" if p95 < TARGET_P95_MS else "miss"},
+                {"measure": f"{name} - p50 (ms)", "ours": p50, "baseline": percentile(nx_ms, 50),
+                 "baseline_name": "networkx (same traversal)",
+                 "target": f"ratio <= {1 / TARGET_VS_NETWORKX:g} (>= {TARGET_VS_NETWORKX:g}x faster than "
+                           "networkx)", "verdict": "pass" if ratio >= TARGET_VS_NETWORKX else "miss"}]
+        print(f"  {entity_hops} depth {depth} seeds {n}: p50 {p50:.1f} ms", file=sys.stderr, flush=True)
+        rows.append([entity_hops, depth, n, f"{p50:.2f}", f"{p95:.2f}", f"{percentile(nx_ms, 50):.2f}",
+                     f"{ratio:.1f}x", target])
     table = markdown_table(["entity hops", "depth", "seeds", "crux_nb p50 ms", "crux_nb p95 ms", "networkx p50 ms",
                             "networkx/crux_nb", "target (d2, 10 seeds: p95 < 20 ms, >= 10x)"], rows)
     info = machine_info(["pandas", "numpy", "networkx", "igraph"])
@@ -161,7 +163,9 @@ def run(small: bool, out_path: Path | None = None) -> str:
         f"# expand_relations latency ({'small' if small else 'full'})", "",
         f"Graph: {cfg.n_nodes:,} nodes, {cfg.n_edges:,} semantic edges (the neighbors benchmark's generator); "
         f"types {list(TYPES)}, limit 20, seeds drawn from chunks, {sets} seed sets per row; built in {build_s:.1f} s.",
-        f"Every run's added hits were checked equal to the networkx implementation ({checks} checks).", "",
+        f"Every run's added hits were checked equal to the networkx implementation ({checks} checks)."
+        + ("" if small else " Free entity hops flood whole entity components at this size (one seed at depth 1 "
+                            "takes seconds on both sides), so they are measured on that one cell only."), "",
         table, "", f"Load average at end: {load_average()}; python {info.get('python')}.", ""])
     path = write_text(out_path or OUT_DIR / ("expand_latency_small.md" if small else "expand_latency.md"), text)
     write_summary(path, "expand_latency", summary)

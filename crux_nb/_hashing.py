@@ -14,7 +14,8 @@ def canonical_json(value: Any) -> str:
 
 def stable_hash(value: Any, *, length: int = 16) -> str:
     """Hex digest of ``value``'s canonical JSON, cut to ``length`` characters."""
-    digest = hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
+    # surrogatepass: a lone surrogate ('\ud800') hashes instead of raising; stores reject such text on input
+    digest = hashlib.sha256(canonical_json(value).encode("utf-8", "surrogatepass")).hexdigest()
     return digest[:length]
 
 

@@ -3,6 +3,10 @@
 Every error raised on purpose by crux_nb is a :class:`CruxError` with a stable
 ``code`` (a short snake_case string that tests and callers may rely on) and a
 ``hint`` saying what to do next. The message never contains secrets.
+
+Every error has a hint: a raise site may pass a specific one; otherwise the
+class's ``default_hint`` is used (tests/reliability/test_hostile_input.py checks
+every subclass).
 """
 
 from __future__ import annotations
@@ -25,15 +29,16 @@ __all__ = [
 
 
 class CruxError(Exception):
-    """Base class: ``code`` is stable, ``hint`` says how to recover."""
+    """Base class: ``code`` is stable, ``hint`` says how to recover (never empty)."""
 
     default_code = "crux_error"
+    default_hint = "read the message above; the docstring of the function you called (help(...)) lists what it accepts."
 
     def __init__(self, message: str, *, code: str | None = None, hint: str | None = None):
         super().__init__(message)
         self.message = message
         self.code = code or self.default_code
-        self.hint = hint
+        self.hint = hint or self.default_hint
 
     def __str__(self) -> str:
         if self.hint:
@@ -52,12 +57,13 @@ class ParameterError(CruxError, ValueError):
     """
 
     default_code = "invalid_parameter"
+    default_hint = "check the parameter against the function's docstring (help(...) lists accepted types and ranges)."
 
     def __init__(self, owner: str, name: str, expected: str, value: Any, *, hint: str | None = None):
         shown = _short_repr(value)
         super().__init__(
             f"{owner}: parameter '{name}' must be {expected}; got {shown}.",
-            hint=hint,
+            hint=hint or f"help() on {owner} describes what '{name}' accepts.",
         )
         self.owner = owner
         self.parameter = name
@@ -67,30 +73,40 @@ class InputError(CruxError, ValueError):
     """Data handed to crux_nb (texts, frames, files, edges) is not usable."""
 
     default_code = "invalid_input"
+    default_hint = ("check the data you passed (text, frame, file, edges or entities) against the docstring of the "
+                    "method that reads it; nothing was changed.")
 
 
 class RefError(InputError):
     """A knowledge ref (or its encoded string) is not valid."""
 
     default_code = "invalid_ref"
+    default_hint = ("refs are 'document:<source_id>', 'parent:<source_id>:<parent_id>', 'chunk:<source_id>:<chunk_id>' "
+                    "or 'entity:<entity_id>' with '%' written '%25' and ':' written '%3A' inside a segment; or pass a "
+                    "ref object from crux_nb.refs (DocumentRef, ParentRef, ChunkRef, EntityRef) built from strings.")
 
 
 class NotFoundError(CruxError, LookupError):
     """A named thing (source, chunk, generation, file) does not exist."""
 
     default_code = "not_found"
+    default_hint = "check the name or path; kb.documents['source_id'], kb.chunks['ref'] and kb.entities list what exists."
 
 
 class StorageError(CruxError, OSError):
     """A saved knowledge base is missing, incomplete or corrupted."""
 
     default_code = "storage_error"
+    default_hint = ("check the path: open only folders written by kb.save() (or the tool named in the message), "
+                    "and restore damaged files from a backup.")
 
 
 class LeaseError(StorageError):
     """Another process holds the build lease."""
 
     default_code = "lease_held"
+    default_hint = ("another process is building or saving this knowledge base; wait for it to finish (a lease whose "
+                    "holder stopped expires on its own).")
 
 
 class RetrievalConfigError(CruxError, ValueError):
@@ -98,12 +114,15 @@ class RetrievalConfigError(CruxError, ValueError):
     ``missing_model``, ``recipe_id_conflict``, ``reserved_step_id``)."""
 
     default_code = "invalid_step_order"
+    default_hint = ("start a recipe with one producer (retrieve() or global_search()), follow it with hit steps such as "
+                    "expand_relations(), and pass model=... where a step needs a model.")
 
 
 class RetrievalRunError(CruxError, RuntimeError):
     """A recipe step failed at run time; ``trace`` records what ran."""
 
     default_code = "step_failed"
+    default_hint = "exc.trace records which step failed and why; fix that step's input or configuration."
 
     def __init__(self, message: str, *, code: str | None = None, hint: str | None = None, trace: Any = None):
         super().__init__(message, code=code, hint=hint)
@@ -114,6 +133,8 @@ class ModelError(CruxError, RuntimeError):
     """A model call failed (transport, timeout, refusal) after its retries."""
 
     default_code = "model_error"
+    default_hint = ("check the model's endpoint, credentials and timeout; the call log (crux_nb.models.CallLog) "
+                    "records every attempt.")
 
 
 class ValidationExhaustedError(ModelError):

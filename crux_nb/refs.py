@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal, Union
 
-from .errors import RefError
+from .errors import RefError, _short_repr
 
 __all__ = [
     "DocumentRef",
@@ -139,7 +139,8 @@ def encode_ref(ref: KnowledgeRef) -> str:
                        hint="build one with DocumentRef, ParentRef, ChunkRef or EntityRef.")
     for segment in ref.segments():
         if not isinstance(segment, str):
-            raise RefError(f"{ref.kind} ref segments must be strings; got {type(segment).__name__}.")
+            raise RefError(f"{ref.kind} ref segments must be strings; got {type(segment).__name__}.",
+                           hint="source, section, chunk and entity ids are strings; convert other values with str().")
     encoded = ":".join((ref.kind, *(_escape(s) for s in ref.segments())))
     object.__setattr__(ref, "_encoded", encoded)  # refs are immutable: encode once
     return encoded
@@ -157,7 +158,9 @@ def decode_ref(text: object) -> KnowledgeRef | None:
     if any(s is None for s in segments):
         return None
     ref = _CLASSES[kind](*segments)
-    object.__setattr__(ref, "_encoded", text)
+    # cache the canonical encoding: a lowercase escape ('%3a') decodes too, but equal refs encode alike
+    canonical = text if "%" not in text else ":".join((kind, *(_escape(s) for s in segments)))
+    object.__setattr__(ref, "_encoded", canonical)
     return ref
 
 
@@ -166,7 +169,7 @@ def as_ref(value: object, *, kinds: tuple[str, ...] = REF_KINDS, what: str = "re
     ref = value if isinstance(value, _Ref) else decode_ref(value)
     if ref is None:
         raise RefError(
-            f"{what} {value!r} is not a valid knowledge ref.",
+            f"{what} {_short_repr(value)} is not a valid knowledge ref.",
             hint="use an encoded ref such as 'chunk:<source_id>:<chunk_id>' or a ref object from crux_nb.refs.",
         )
     if ref.kind not in kinds:

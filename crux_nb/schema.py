@@ -19,6 +19,7 @@ so a frame read back from Parquet equals the one that was saved.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,7 +27,19 @@ import pandas as pd
 
 from .errors import InputError
 
-__all__ = ["SCHEMAS", "Metadata", "empty_frame", "coerce", "require_columns", "frozen_metadata"]
+__all__ = ["SCHEMAS", "Metadata", "empty_frame", "coerce", "require_columns", "frozen_metadata", "check_unicode"]
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def check_unicode(value: str, what: str) -> str:
+    """Raise :class:`InputError` when ``value`` holds a lone surrogate (not valid Unicode: it cannot be saved)."""
+    found = _SURROGATE.search(value)
+    if found:
+        raise InputError(f"{what} contains the lone surrogate {found.group()!r} at position {found.start()}; "
+                         "it is not valid Unicode and cannot be saved.",
+                         hint="remove it, or repair the text with text.encode('utf-8', 'replace').decode('utf-8').")
+    return value
 
 DOCUMENTS = {
     "source_id": "str",
@@ -223,12 +236,22 @@ def require_columns(frame: Any, columns: list[str] | tuple[str, ...], *, what: s
     """Raise :class:`InputError` naming the missing columns of ``frame``."""
     if not isinstance(frame, pd.DataFrame):
         raise InputError(f"{what} must be a pandas DataFrame; got {type(frame).__name__}.")
-    missing = [c for c in columns if c not in frame.columns]
+    if isinstance(frame.columns, pd.MultiIndex) or not frame.columns.is_unique:
+        raise InputError(f"{what} has repeated or multi-level column names {list(map(str, frame.columns))}.",
+                         hint="give every column one distinct name (flatten MultiIndex columns first).")
+    missing = [c for c in columns if not _has_column(frame, c)]
     if missing:
         raise InputError(
             f"{what} is missing column(s) {missing}; it has {list(map(str, frame.columns))}.",
             hint=f"the frame needs the columns {list(columns)}.",
         )
+
+
+def _has_column(frame: pd.DataFrame, column: Any) -> bool:
+    try:
+        return column in frame.columns
+    except TypeError:  # an unhashable column name (a list, a dict) is never a column
+        return False
 
 
 def coerce(frame: pd.DataFrame, table: str) -> pd.DataFrame:

@@ -29,6 +29,8 @@ class ViewWhereError(InputError):
     """A view's ``where`` clause is invalid; ``code`` says how."""
 
     default_code = "invalid_shape"
+    default_hint = ("use {'field': value}, {'field': [value, ...]} (any of) or {'any': [clause, ...]}, over scalar "
+                    "metadata fields of the knowledge base's documents (kb.documents['metadata']).")
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ class CommunitiesConfig:
         if not isinstance(self.id, str) or not self.id.strip() or ":" in self.id:
             raise ParameterError(owner, "id", "a non-empty string without ':'", self.id)
         r = self.resolution
-        if isinstance(r, bool) or not isinstance(r, (int, float)) or not math.isfinite(r) or r <= 0:
+        if isinstance(r, bool) or not isinstance(r, (int, float)) or not _finite(r) or r <= 0:
             raise ParameterError(owner, "resolution", "a positive finite number", r)
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise ParameterError(owner, "seed", "a non-negative integer", self.seed)
@@ -65,6 +65,13 @@ class CommunitiesConfig:
     def __repr__(self) -> str:
         return (f"communities(model={self.model.name!r}, id={self.id!r}, resolution={self.resolution}, "
                 f"seed={self.seed})")
+
+
+def _finite(number: int | float) -> bool:
+    try:
+        return math.isfinite(number)
+    except OverflowError:  # an int beyond float range
+        return False
 
 
 def communities(*, model: Any, id: str = "communities", resolution: float = 1.0, seed: int = 0,

@@ -104,16 +104,18 @@ class GraphReader:
         """
         owner = "neighbors()"
         if isinstance(ref, str):
-            encoded = ref
             if self._decoded.get(ref) is None:
                 self._decoded[ref] = as_ref(ref)  # raises RefError for anything that is not a ref
             ref = self._decoded[ref]
+            encoded = encode_ref(ref)  # canonical ('%3a' in the text reads as '%3A'); cached on the ref
         else:
             encoded = encode_ref(as_ref(ref))
-        if direction not in (None, "out", "in"):
+        if direction is not None and (not isinstance(direction, str) or direction not in ("out", "in")):
             raise ParameterError(owner, "direction", "'out', 'in' or None (both)", direction)
         wanted = check_types(owner, types)
         cap = check_limit(owner, limit)
+        if not isinstance(include_evidence, (bool, np.bool_)):
+            raise ParameterError(owner, "include_evidence", "True or False", include_evidence)
         if cap == 0:
             return []
         if include_evidence:
@@ -149,7 +151,7 @@ class GraphReader:
         ref = as_ref(ref)
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
             raise ParameterError(owner, "depth", "a non-negative integer", depth)
-        if direction not in (None, "out", "in"):
+        if direction is not None and (not isinstance(direction, str) or direction not in ("out", "in")):
             raise ParameterError(owner, "direction", "'out', 'in' or None (both)", direction)
         wanted = check_types(owner, types)
         adj = self._adjacency

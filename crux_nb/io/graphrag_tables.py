@@ -181,7 +181,9 @@ def normalise(frame: pd.DataFrame, table: str, file: str) -> pd.DataFrame:
             continue
         where = f"GraphRAG table {file!r}, column {found!r}"
         out[column] = [_clean(v, kind, f"{where}, row {i}") for i, v in enumerate(frame[found].tolist())]
-    return pd.DataFrame(out, index=pd.RangeIndex(len(frame))) if out else pd.DataFrame(index=pd.RangeIndex(len(frame)))
+    # object columns: pandas 3 would read a list of strings and None as a str column, turning None into NaN
+    index = pd.RangeIndex(len(frame))
+    return pd.DataFrame({c: pd.Series(v, dtype=object, index=index) for c, v in out.items()}, index=index)
 
 
 def missing(value: Any) -> bool:
@@ -192,9 +194,30 @@ def missing(value: Any) -> bool:
     return value is pd.NA or value is pd.NaT
 
 
+def _plain(value: Any, depth: int = 0) -> Any:
+    """A JSON-safe Python value (Parquet structs and lists read back as dicts and numpy arrays)."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if depth > 32 or value is None or value is pd.NA or value is pd.NaT:
+        return None
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, (bytes, bytearray)):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, dict):
+        return {str(k): _plain(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [_plain(v, depth + 1) for v in value]
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return str(value)
+
+
 def _clean(value: Any, kind: str, where: str) -> Any:
     if kind == "any":
-        return None if missing(value) else value
+        return None if missing(value) else _plain(value)
     if kind in ("ids", "ints", "findings"):
         return _clean_list(value, kind, where)
     if missing(value):

@@ -80,17 +80,17 @@ class ExpandRelationsStep(Step):
             if not all(isinstance(t, str) for t in types):
                 raise ParameterError(owner, "types", "a list of strings", self.types)
             object.__setattr__(self, "types", types)
-        if self.direction not in ("out", "in", "both"):
+        if not isinstance(self.direction, str) or self.direction not in ("out", "in", "both"):
             raise ParameterError(owner, "direction", "one of 'out', 'in', 'both'", self.direction)
         object.__setattr__(self, "depth", check_int(owner, "depth", self.depth, minimum=0))
         object.__setattr__(self, "limit", check_int(owner, "limit", self.limit, minimum=0))
         if isinstance(self.seeds, str) or not hasattr(self.seeds, "__iter__"):
             raise ParameterError(owner, "seeds", "a list drawn from 'hits', 'query'", self.seeds)
-        seeds = tuple(dict.fromkeys(self.seeds))
-        if not all(s in SEED_KINDS for s in seeds):
+        seeds = tuple(self.seeds)
+        if not all(isinstance(s, str) and s in SEED_KINDS for s in seeds):
             raise ParameterError(owner, "seeds", "a list drawn from 'hits', 'query'", self.seeds)
-        object.__setattr__(self, "seeds", seeds)
-        if self.entity_hops not in ("free", "counted"):
+        object.__setattr__(self, "seeds", tuple(dict.fromkeys(seeds)))
+        if not isinstance(self.entity_hops, str) or self.entity_hops not in ("free", "counted"):
             raise ParameterError(owner, "entity_hops", "'free' (upstream) or 'counted'", self.entity_hops)
 
     def config(self) -> dict[str, Any]:

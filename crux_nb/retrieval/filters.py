@@ -19,9 +19,9 @@ _MISSING = object()
 
 
 def is_scalar(value: Any) -> bool:
-    if value is None or isinstance(value, (str, bool)):
+    if value is None or isinstance(value, (str, bool, int)):  # ints are finite (math.isfinite overflows on huge ones)
         return True
-    return isinstance(value, (int, float)) and math.isfinite(value)
+    return isinstance(value, float) and math.isfinite(value)
 
 
 def check_filter(owner: str, value: Any) -> dict[str, Any] | None:

@@ -74,9 +74,9 @@ class GlobalSearchStep(Step):
 
         if self.model is None or not all(callable(getattr(self.model, m, None)) for m in MODEL_METHODS):
             raise ParameterError(owner, "model", "a knowledge model (e.g. crux_nb.models.OfflineModel())", self.model)
-        if self.scan not in ("all", "adaptive"):
+        if not isinstance(self.scan, str) or self.scan not in ("all", "adaptive"):
             raise ParameterError(owner, "scan", "'all' or 'adaptive'", self.scan)
-        if self.detail not in ("auto", "overview", "detailed"):
+        if not isinstance(self.detail, str) or self.detail not in ("auto", "overview", "detailed"):
             raise ParameterError(owner, "detail", "'auto', 'overview' or 'detailed'", self.detail)
         object.__setattr__(self, "limit", check_int(owner, "limit", self.limit, minimum=1))
 

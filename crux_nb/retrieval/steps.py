@@ -84,7 +84,7 @@ class RetrieveStep(Step):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "limit", check_int("retrieve()", "limit", self.limit, minimum=1))
-        legs = tuple(self.legs)
+        legs = tuple(self.legs) if hasattr(self.legs, "__iter__") and not isinstance(self.legs, (str, bytes)) else ()
         if not legs or not all(isinstance(leg, Leg) for leg in legs):
             raise ParameterError("retrieve()", "legs", "a non-empty sequence of retrieval legs (id + scores())", self.legs)
         if len({leg.id for leg in legs}) != len(legs):

@@ -19,10 +19,14 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError, NotFoundError
-from ..schema import Metadata, frozen_metadata, require_columns
+from ..schema import Metadata, check_unicode, frozen_metadata, require_columns
 from .chunking import parse_front_matter
 
 TEXT_SUFFIXES = {".md": "text/markdown", ".markdown": "text/markdown", ".txt": "text/plain"}
+#: Metadata nesting deeper than this is refused (a recursive structure would never end).
+MAX_METADATA_DEPTH = 64
+#: Metadata integers must fit in 64 bits (JSON readers, Parquet and pandas agree on those).
+MAX_METADATA_INT = 2**63 - 1
 Format = Literal["markdown", "text"]
 
 
@@ -40,8 +44,9 @@ def check_source_id(source_id: Any) -> str:
         raise InputError(f"source id {source_id!r} must be a non-empty string.",
                          hint="pass a name such as 'launch-plan.md'.")
     if any(ord(ch) < 32 for ch in source_id):
-        raise InputError(f"source id {source_id!r} contains control characters.")
-    return source_id
+        raise InputError(f"source id {source_id!r} contains control characters.",
+                         hint="remove tabs, newlines and other control characters from the id.")
+    return check_unicode(source_id, f"source id {source_id!r}")
 
 
 def check_text(source_id: str, text: Any) -> str:
@@ -49,9 +54,11 @@ def check_text(source_id: str, text: Any) -> str:
         raise InputError(f"text of source {source_id!r} must be a string; got {type(text).__name__}.",
                          hint="decode bytes first, e.g. data.decode('utf-8').")
     if "\x00" in text:
-        raise InputError(f"text of source {source_id!r} contains NUL bytes; it looks binary.")
+        raise InputError(f"text of source {source_id!r} contains NUL bytes; it looks binary.",
+                         hint="crux_nb indexes text; extract the text of binary files first.")
     if not text.strip():
         raise InputError(f"text of source {source_id!r} is empty.", hint="skip empty documents before adding them.")
+    check_unicode(text, f"text of source {source_id!r}")
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
@@ -60,21 +67,34 @@ def clean_metadata(source_id: str, metadata: Any) -> Metadata:
     if metadata is None:
         return Metadata()
     if not isinstance(metadata, Mapping):
-        raise InputError(f"metadata of source {source_id!r} must be a mapping; got {type(metadata).__name__}.")
+        raise InputError(f"metadata of source {source_id!r} must be a mapping; got {type(metadata).__name__}.",
+                         hint="pass a dict such as {'team': 'platform'}.")
     out: dict[str, Any] = {}
     for key, value in metadata.items():
         if not isinstance(key, str) or not key:
-            raise InputError(f"metadata of source {source_id!r} has a key {key!r} that is not a non-empty string.")
+            raise InputError(f"metadata of source {source_id!r} has a key {key!r} that is not a non-empty string.",
+                             hint="metadata keys are field names: non-empty strings.")
+        check_unicode(key, f"metadata key {key!r} of source {source_id!r}")
         out[key] = _json_value(source_id, key, value)
     return frozen_metadata(out)
 
 
-def _json_value(source_id: str, key: str, value: Any) -> Any:
-    if value is None or isinstance(value, (bool, str)):
+def _json_value(source_id: str, key: str, value: Any, depth: int = 0) -> Any:
+    if depth > MAX_METADATA_DEPTH:
+        raise InputError(f"metadata {key[:80]!r} of source {source_id!r} nests deeper than {MAX_METADATA_DEPTH} "
+                         "levels (or refers to itself).", hint="flatten the value, or store it as a JSON string.")
+    if isinstance(value, str):
+        return check_unicode(value, f"metadata {key!r} of source {source_id!r}")
+    if value is None or isinstance(value, bool):
         return value
+    if value is pd.NA or value is pd.NaT:  # pandas' missing values (NaT would otherwise read as the text "NaT")
+        return None
     if isinstance(value, (np.generic,)):
         value = value.item()
     if isinstance(value, int):
+        if abs(value) > MAX_METADATA_INT:
+            raise InputError(f"metadata {key!r} of source {source_id!r} is an integer beyond 64 bits.",
+                             hint="store very large numbers as strings.")
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
@@ -83,9 +103,16 @@ def _json_value(source_id: str, key: str, value: Any) -> Any:
     if isinstance(value, (pd.Timestamp, _dt.date, _dt.datetime)):
         return value.isoformat()
     if isinstance(value, Mapping):
-        return {str(k): _json_value(source_id, f"{key}.{k}", v) for k, v in value.items()}
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            name = check_unicode(str(k), f"metadata {key!r} of source {source_id!r}")
+            if name in out:
+                raise InputError(f"metadata {key!r} of source {source_id!r} has two keys that read as {name!r}.",
+                                 hint="nested keys are stored as strings; make them distinct strings.")
+            out[name] = _json_value(source_id, f"{key}.{name}", v, depth + 1)
+        return out
     if isinstance(value, (list, tuple)):
-        return [_json_value(source_id, key, v) for v in value]
+        return [_json_value(source_id, key, v, depth + 1) for v in value]
     raise InputError(f"metadata {key!r} of source {source_id!r} has type {type(value).__name__}, "
                      "which cannot be saved as JSON.", hint="use strings, numbers, booleans, lists or dicts.")
 
@@ -94,8 +121,9 @@ def text_spec(source_id: Any, text: Any, *, metadata: Any = None, format: Format
               path: str | None = None) -> SourceSpec:
     source_id = check_source_id(source_id)
     text = check_text(source_id, text)
-    if format not in ("markdown", "text"):
-        raise InputError(f"format {format!r} is not one of 'markdown', 'text'.")
+    if not isinstance(format, str) or format not in ("markdown", "text"):
+        raise InputError(f"format {format!r} is not one of 'markdown', 'text'.",
+                         hint="pass format='markdown' (headings become sections) or format='text'.")
     meta: dict[str, Any] = {}
     if format == "markdown":
         meta, text = parse_front_matter(text)
@@ -111,12 +139,19 @@ def path_specs(path: Any, *, metadata: Any = None) -> list[SourceSpec]:
     if not isinstance(path, (str, os.PathLike)):
         raise InputError(f"path must be a string or a Path; got {type(path).__name__}.")
     root = Path(path)
-    if not root.exists():
+    try:
+        exists, is_file = root.exists(), root.is_file()
+        if exists and not is_file:
+            listing = sorted(p for p in root.rglob("*") if p.is_file() and not _hidden(p.relative_to(root)))
+    except (OSError, ValueError) as exc:  # a name too long, a NUL byte, a loop, no permission
+        raise InputError(f"path {_short(str(root))} cannot be read ({getattr(exc, 'strerror', None) or exc}).",
+                         hint="check the path: an existing .md/.txt file or a folder of them.") from None
+    if not exists:
         raise NotFoundError(f"path {str(root)!r} does not exist.", hint="check the path, relative to the working directory.")
-    if root.is_file():
+    if is_file:
         files, base = [root], root.parent
     else:
-        files = sorted(p for p in root.rglob("*") if p.is_file() and not _hidden(p.relative_to(root)))
+        files = listing
         base = root
         unknown = [p for p in files if p.suffix.lower() not in TEXT_SUFFIXES]
         files = [p for p in files if p.suffix.lower() in TEXT_SUFFIXES]
@@ -141,6 +176,11 @@ def path_specs(path: Any, *, metadata: Any = None) -> list[SourceSpec]:
     return specs
 
 
+def _short(text: str, limit: int = 200) -> str:
+    shown = repr(text)
+    return shown if len(shown) <= limit else shown[: limit - 3] + "..."
+
+
 def _hidden(relative: Path) -> bool:
     return any(part.startswith(".") for part in relative.parts)
 
@@ -152,7 +192,8 @@ def frame_specs(frame: Any, *, id_column: str = "id", text_column: str = "text",
     ids = frame[id_column].tolist()
     texts = frame[text_column].tolist()
     meta_columns = [c for c in frame.columns if c not in (id_column, text_column)]
-    records = frame[meta_columns].to_dict("records") if meta_columns else [{}] * len(ids)
+    values = [frame[c].tolist() for c in meta_columns]  # column by column: any column name reads back
+    records = [dict(zip(meta_columns, row)) for row in zip(*values)] if meta_columns else [{}] * len(ids)
     specs = []
     for source_id, text, record in zip(ids, texts, records):
         meta = {str(k): v for k, v in record.items() if not _is_na(v)}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pandas as pd
@@ -133,7 +133,14 @@ class KnowledgeBase:
 
     def remove(self, source_id: str | Iterable[str]) -> None:
         """Remove sources with their chunks, the evidence they gave and edges left unsupported."""
-        ids = [source_id] if isinstance(source_id, str) else list(source_id)
+        if isinstance(source_id, str):
+            ids = [source_id]
+        elif isinstance(source_id, (bytes, Mapping)) or not isinstance(source_id, Iterable):
+            raise ParameterError("kb.remove()", "source_id", "a source id or a list of source ids", source_id)
+        else:
+            ids = list(source_id)
+        if not all(isinstance(s, str) for s in ids):
+            raise ParameterError("kb.remove()", "source_id", "a source id or a list of source ids (strings)", source_id)
         known = set(self._state.documents["source_id"])
         missing = [s for s in ids if s not in known]
         if missing:
@@ -221,8 +228,9 @@ class KnowledgeBase:
     def save(self, path: str | os.PathLike, *, partition_rows: int = 100_000) -> str:
         """Save as a new generation (one Parquet dataset per table, ``partition_rows`` rows per file);
         returns the generation id. ``crux_nb.store.persist.table_paths(path)`` names the table folders."""
-        from .persist import save
+        from .persist import check_path, save
 
+        check_path("kb.save()", path)
         generation = save(self, path, partition_rows=partition_rows)
         self.path = path
         return generation

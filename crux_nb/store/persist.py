@@ -93,6 +93,13 @@ def _from_storable(frame: pd.DataFrame, table: str) -> pd.DataFrame:
     return coerce(out, table)
 
 
+def check_path(owner: str, path: Any) -> None:
+    """A folder path: a string or ``os.PathLike`` without NUL bytes or lone surrogates (no file system takes those)."""
+    text = os.fspath(path) if isinstance(path, os.PathLike) else path
+    if not isinstance(text, str) or not text or "\x00" in text or any("\ud800" <= c <= "\udfff" for c in text):
+        raise ParameterError(owner, "path", "a folder path (a non-empty str or pathlib.Path, valid Unicode)", path)
+
+
 def _generations(root: Path) -> list[str]:
     gens = root / "generations"
     if not gens.is_dir():
@@ -198,6 +205,7 @@ def open_knowledge_base(path: str | os.PathLike, *, verify: bool = True, communi
     """
     from .knowledge_base import KnowledgeBase
 
+    check_path("crux_nb.open()", path)
     root = Path(path)
     generation = current_generation(root)
     for _ in range(_OPEN_ATTEMPTS):

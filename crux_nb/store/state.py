@@ -7,6 +7,8 @@ succeeded, so a failed call leaves nothing half-done.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
@@ -16,7 +18,7 @@ import pandas as pd
 from .._hashing import stable_id
 from ..errors import InputError
 from ..refs import DocumentRef, EntityRef, ParentRef, as_ref, encode_ref
-from ..schema import SCHEMAS, coerce, empty_frame, require_columns
+from ..schema import SCHEMAS, check_unicode, coerce, empty_frame, require_columns
 from .chunking import source_rows
 from .ingest import SourceSpec
 
@@ -128,7 +130,9 @@ def with_sources(state: KBState, specs: list[SourceSpec], *, chunk_size: int) ->
 
 def _check_type_name(value: Any, where: str) -> str:
     if not isinstance(value, str) or not value.strip() or ":" in value or "%" in value:
-        raise InputError(f"{where}: relation type {value!r} must be a non-empty string without ':' or '%'.")
+        raise InputError(f"{where}: relation type {value!r} must be a non-empty string without ':' or '%'.",
+                         hint="name relation types like 'references' or 'depends_on'.")
+    check_unicode(value, f"{where}: relation type {value!r}")
     if value in STRUCTURAL_TYPES:
         raise InputError(f"{where}: relation type {value!r} is structural: it is projected from sections and chunk order, "
                          "never stored.", hint="choose another type name, e.g. 'references'.")
@@ -152,12 +156,13 @@ def with_edges(state: KBState, frame: pd.DataFrame, *, stage: str = "user",
         where = f"add_edges() row {i}"
         etype = _check_type_name(rec["type"], where)
         direction = _optional(rec, "direction", "directed")
-        if direction not in DIRECTIONS:
-            raise InputError(f"{where}: direction {direction!r} must be 'directed' or 'symmetric'.")
+        if not isinstance(direction, str) or direction not in DIRECTIONS:
+            raise InputError(f"{where}: direction {direction!r} must be 'directed' or 'symmetric'.",
+                             hint="leave the column out (or None) for 'directed'.")
         ends = []
         for col in ("from_ref", "to_ref"):
             ref = as_ref(rec[col], what=f"{where}: {col}")
-            text = encode_ref(ref)
+            text = check_unicode(encode_ref(ref), f"{where}: {col}")
             if isinstance(ref, EntityRef):
                 new_entities.setdefault(text, ref.entity_id)
             elif text not in existing:
@@ -173,10 +178,11 @@ def with_edges(state: KBState, frame: pd.DataFrame, *, stage: str = "user",
                                  hint="evidence must list chunk refs from kb.chunks['ref'].")
         edge_id = stable_id("edge", {"type": etype, "from": ends[0], "to": ends[1], "direction": direction,
                                      "stage": stage})
-        description = _optional(rec, "description", None)
+        description = _optional_text(rec, "description", where)
         weight = _optional(rec, "weight", 1.0)
-        if weight is None or not isinstance(weight, (int, float)) or weight != weight or weight <= 0:
-            raise InputError(f"{where}: weight {weight!r} must be a positive number.")
+        if not isinstance(weight, (int, float)) or not _positive_finite(weight):
+            raise InputError(f"{where}: weight {weight!r} must be a positive number (and finite).",
+                             hint="leave the column out (or None) for weight 1.0.")
         edges.append({"edge_id": edge_id, "type": etype, "from_ref": ends[0], "to_ref": ends[1],
                       "direction": direction, "weight": float(weight), "stage": stage,
                       "description": description if isinstance(description, str) and description else None})
@@ -185,10 +191,28 @@ def with_edges(state: KBState, frame: pd.DataFrame, *, stage: str = "user",
     return _merge_edges(state, edges, evidence, new_entities)
 
 
+def _positive_finite(number: int | float) -> bool:
+    try:
+        number = float(number)
+    except OverflowError:  # an int beyond float range
+        return False
+    return math.isfinite(number) and number > 0
+
+
 def _optional(record: dict, key: str, default: Any) -> Any:
-    """A frame cell that may be absent, None or NaN (rows of a frame with optional columns)."""
+    """A frame cell that may be absent, None, NA or NaN (rows of a frame with optional columns)."""
     value = record.get(key, default)
-    return default if value is None or (isinstance(value, float) and value != value) else value
+    missing = value is None or value is pd.NA or value is pd.NaT or (isinstance(value, float) and value != value)
+    return default if missing else value
+
+
+def _optional_text(record: dict, key: str, where: str) -> str | None:
+    """An optional string cell: a string, or missing (None)."""
+    value = _optional(record, key, None)
+    if value is not None and not isinstance(value, str):
+        raise InputError(f"{where}: {key} must be a string or missing; got {type(value).__name__}.",
+                         hint=f"convert the {key} column to strings, or leave it out.")
+    return None if value is None else check_unicode(value, f"{where}: {key}")
 
 
 def _evidence_list(value: Any, where: str) -> list[str]:
@@ -222,15 +246,23 @@ def with_entities(state: KBState, frame: pd.DataFrame) -> KBState:
     require_columns(frame, ["entity_id", "canonical_name"], what="the frame passed to add_entities()")
     rows = []
     for i, rec in enumerate(frame.to_dict("records")):
+        where = f"add_entities() row {i}"
         eid, name = rec["entity_id"], rec["canonical_name"]
         if not isinstance(eid, str) or not eid or not isinstance(name, str) or not name.strip():
-            raise InputError(f"add_entities() row {i}: entity_id and canonical_name must be non-empty strings.")
+            raise InputError(f"{where}: entity_id and canonical_name must be non-empty strings.",
+                             hint="every entity needs an id and a name, e.g. ('acme', 'ACME Corp').")
+        check_unicode(eid, f"{where}: entity_id")
+        check_unicode(name, f"{where}: canonical_name")
         aliases = _optional(rec, "aliases", ())
-        if isinstance(aliases, str) or not all(isinstance(a, str) for a in aliases):
-            raise InputError(f"add_entities() row {i}: aliases must be a list of strings.")
+        if (isinstance(aliases, (str, bytes, Mapping)) or not hasattr(aliases, "__iter__")
+                or not all(isinstance(a, str) for a in aliases)):
+            raise InputError(f"{where}: aliases must be a list of strings.",
+                             hint="pass a list such as ['ACME', 'Acme Corp'], or leave the column out.")
+        for alias in aliases:
+            check_unicode(alias, f"{where}: alias")
         rows.append({"entity_id": eid, "ref": encode_ref(EntityRef(eid)), "canonical_name": name.strip(),
-                     "type": _optional(rec, "type", None), "aliases": tuple(sorted(set(aliases))),
-                     "description": _optional(rec, "description", None)})
+                     "type": _optional_text(rec, "type", where), "aliases": tuple(sorted(set(aliases))),
+                     "description": _optional_text(rec, "description", where)})
     new = coerce(pd.DataFrame(rows) if rows else empty_frame("entities"), "entities")
     kept = state.entities[~state.entities["entity_id"].isin(new["entity_id"])]
     entities = _concat("entities", [kept, new.drop_duplicates("entity_id", keep="last")])
