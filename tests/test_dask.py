@@ -23,7 +23,7 @@ from crux_nb.models.chat import ChatModel
 from crux_nb.retrieval import global_search
 from crux_nb.testing import assert_kb_equal
 
-from conftest import require_system
+from crux_nb.testing import require_system
 
 HAVE_DASK = importlib.util.find_spec("dask") is not None and importlib.util.find_spec("distributed") is not None
 if os.environ.get("CRUX_REQUIRE_SYSTEM") != "1":

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import require_system
+from crux_nb.testing import require_system
 from bench_summary import by_measure, load_summary, summary_problems
 
 ROOT = Path(__file__).resolve().parents[2]
