@@ -11,6 +11,8 @@ import crux_nb
 from crux_nb.datasets import load_sample
 from crux_nb.testing import require_system  # noqa: F401  (tests import it from here)
 
+from browser_stack import artifacts, browser, jupyter_lab  # noqa: F401  (session fixtures for every folder)
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
 

@@ -3,7 +3,7 @@ in the page reaches the kernel, text stays text.
 
 One notebook (a global search over the sample corpus, plus a note whose text holds markup) is opened and run
 once (module fixture ``lab_page``); the tests then read and drive the page. The JupyterLab server, Chromium
-and the artifacts folder are the shared fixtures of ``conftest.py``; the notebook helpers are the expansion
+and the artifacts folder are the shared fixtures of ``tests/browser_stack.py``; the notebook helpers are the expansion
 test's.
 """
 

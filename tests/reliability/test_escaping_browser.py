@@ -7,12 +7,11 @@ repr (knowledge base, communities, reports, steps, recipes, results, hit lists, 
 static HTML fallbacks of the three views, and the three live widgets (ExpansionView, CoverageView,
 CommunityExplorer). In the page: ``window.__pwned`` stays undefined, no dialog opens, the output area holds no
 ``<script>`` or ``<img>``, no element with an ``on*`` attribute and no ``javascript:`` URL, and the payloads show as literal
-text in every one of those outputs. One JupyterLab session, reusing tests/browser (lab.py and its fixtures).
+text in every one of those outputs. One JupyterLab session: the suite's shared one (tests/browser_stack.py, lab.py).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -23,18 +22,6 @@ if str(BROWSER) not in sys.path:
     sys.path.insert(0, str(BROWSER))
 
 from lab import WAIT_MS, notebook_page  # noqa: E402
-
-
-def _browser_fixtures():
-    """tests/browser/conftest.py's fixtures (jupyter_lab, browser, artifacts), loaded under a private name."""
-    spec = importlib.util.spec_from_file_location("crux_browser_fixtures", BROWSER / "conftest.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_fixtures = _browser_fixtures()
-jupyter_lab, browser, artifacts = _fixtures.jupyter_lab, _fixtures.browser, _fixtures.artifacts
 
 pytestmark = pytest.mark.browser
 

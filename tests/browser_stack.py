@@ -1,5 +1,8 @@
 """Fixtures for tests that drive a real JupyterLab in Debian Chromium through Playwright.
 
+Shared by tests/browser and tests/reliability through ``tests/conftest.py``: one JupyterLab and one
+Chromium per test session (two sync Playwright instances cannot run in one thread).
+
 ``jupyter_lab`` starts ``jupyter lab`` (127.0.0.1, empty token, --allow-root) with temporary
 config, data, runtime, settings and workspace folders, and a temporary notebook folder; the
 news/update toasts are switched off by a user-settings override. ``browser`` launches
@@ -25,9 +28,9 @@ import pytest
 
 from crux_nb.testing import require_system
 
-TESTS = Path(__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
-ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+ARTIFACTS = TESTS / "browser" / "artifacts"
 CHROMIUM = Path(os.environ.get("CRUX_CHROMIUM", "/usr/bin/chromium"))  # Debian's; override for other systems
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
