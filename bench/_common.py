@@ -25,7 +25,7 @@ from typing import Any, Iterator
 
 __all__ = [
     "Stats", "stats", "percentile", "time_per_call", "time_interleaved", "time_once", "Phases", "load_average",
-    "peak_rss_mb", "current_rss_mb", "machine_info", "markdown_table", "fmt_num", "write_text", "quiet_gc",
+    "peak_rss_mb", "current_rss_mb", "hwm_mb", "reset_peak", "machine_info", "markdown_table", "fmt_num", "write_text", "quiet_gc",
     "write_summary", "SUMMARY_KEYS", "VERDICTS",
 ]
 
@@ -181,16 +181,37 @@ def peak_rss_mb() -> float:
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
 
 
-def current_rss_mb() -> float:
-    """Current resident set size in MiB (Linux; falls back to the peak elsewhere)."""
+def _status_mb(field: str) -> float | None:
+    """A memory field of /proc/self/status (``VmRSS``, ``VmHWM``) in MiB; None off Linux."""
     try:
         with open("/proc/self/status", encoding="ascii") as fh:
             for line in fh:
-                if line.startswith("VmRSS:"):
+                if line.startswith(f"{field}:"):
                     return int(line.split()[1]) / 1024
     except OSError:
         pass
-    return peak_rss_mb()
+    return None
+
+
+def current_rss_mb() -> float:
+    """Current resident set size in MiB (Linux; falls back to the peak elsewhere)."""
+    rss = _status_mb("VmRSS")
+    return peak_rss_mb() if rss is None else rss
+
+
+def hwm_mb() -> float | None:
+    """The kernel's peak-RSS mark (VmHWM) in MiB, resettable with :func:`reset_peak`; None off Linux."""
+    return _status_mb("VmHWM")
+
+
+def reset_peak() -> bool:
+    """Reset the kernel's peak-RSS mark of this process (Linux >= 4.0); False where that is not possible."""
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
 
 
 # ------------------------------------------------------------------- machine

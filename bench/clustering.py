@@ -67,8 +67,8 @@ import crux_nb  # noqa: E402
 from crux_nb.community.cluster import LEAF_BUDGET, Community, cluster  # noqa: E402
 from crux_nb.community.graph_input import CommunityGraph  # noqa: E402
 
-from _common import (OUT_DIR, current_rss_mb, fmt_num, load_average, machine_info, markdown_table,  # noqa: E402
-                     peak_rss_mb, quiet_gc, write_summary, write_text)
+from _common import (OUT_DIR, current_rss_mb, fmt_num, hwm_mb, load_average, machine_info,  # noqa: E402
+                     markdown_table, peak_rss_mb, quiet_gc, reset_peak, write_summary, write_text)
 
 try:  # GraphRAG's clustering engine; optional (pip install graspologic-native)
     from graspologic_native import hierarchical_leiden
@@ -244,27 +244,6 @@ class Timed:
         return statistics.median(self.seconds)
 
 
-def _hwm_mb() -> float | None:
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return None
-
-
-def _reset_peak() -> bool:
-    """Reset the kernel's peak-RSS mark of this process (Linux >= 4.0); False where that is not possible."""
-    try:
-        with open("/proc/self/clear_refs", "w", encoding="ascii") as fh:
-            fh.write("5")
-        return True
-    except OSError:
-        return False
-
-
 def measure(fns: dict[str, Callable[[], Any]], reduce: dict[str, Callable[[Any], Outcome]], repeats: int,
             log: Callable[[str], None]) -> dict[str, Timed]:
     """Run every side ``repeats`` times, interleaved with a rotating order; time each call and its peak RSS
@@ -275,12 +254,12 @@ def measure(fns: dict[str, Callable[[], Any]], reduce: dict[str, Callable[[Any],
         for r in range(repeats):
             k = r % len(names)
             for name in names[k:] + names[:k]:
-                resettable = _reset_peak()
+                resettable = reset_peak()
                 base = current_rss_mb()
                 t0 = time.perf_counter()
                 result = fns[name]()
                 seconds = time.perf_counter() - t0
-                peak = _hwm_mb() if resettable else None
+                peak = hwm_mb() if resettable else None
                 out[name].seconds.append(seconds)
                 out[name].peak_mb.append(max(0.0, (peak if peak is not None else peak_rss_mb()) - base))
                 out[name].outcomes.append(reduce[name](result))

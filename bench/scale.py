@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
 import random
 import re
 import subprocess
@@ -50,8 +49,8 @@ for p in (ROOT, ROOT / "bench"):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
-from _common import (OUT_DIR, current_rss_mb, fmt_num, machine_info, markdown_table, write_summary,  # noqa: E402
-                     write_text)
+from _common import (OUT_DIR, current_rss_mb, fmt_num, hwm_mb, machine_info, markdown_table, reset_peak,  # noqa: E402
+                     write_summary, write_text)
 
 CAROL = [ROOT.parent / "shared" / "data" / "christmas-carol" / "a-christmas-carol.txt",
          Path("/work/shared/data/christmas-carol/a-christmas-carol.txt")]
@@ -73,25 +72,10 @@ SMALL = Scale(n_chunks=1_000, n_edges=100_000, n_entities=15_000, n_graph_source
 
 
 # ------------------------------------------------------------------ memory
-def reset_peak() -> bool:
-    """Reset this process's peak RSS (VmHWM); False where the kernel does not allow it."""
-    try:
-        with open("/proc/self/clear_refs", "w", encoding="ascii") as fh:
-            fh.write("5")
-        return True
-    except OSError:
-        return False
-
-
-def hwm_mb() -> float:
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return float("nan")
+def peak_mb() -> float:
+    """The peak-RSS mark since the last reset (NaN where the kernel has none)."""
+    peak = hwm_mb()
+    return float("nan") if peak is None else peak
 
 
 def frame_mb(frame: Any) -> float:
@@ -162,7 +146,7 @@ def part_corpus(scale: Scale) -> dict[str, Any]:
         result = fn()
         seconds = time.perf_counter() - t0
         gc.collect()
-        out["stages"].append({"stage": name, "seconds": seconds, "peak_mb": hwm_mb(), "rss_before_mb": before,
+        out["stages"].append({"stage": name, "seconds": seconds, "peak_mb": peak_mb(), "rss_before_mb": before,
                               "rss_after_mb": current_rss_mb()})
         print(f"[scale] {name}: {seconds:.1f}s rss {current_rss_mb():.0f} MiB", file=sys.stderr, flush=True)
         return result
@@ -211,7 +195,7 @@ def part_edges(scale: Scale) -> dict[str, Any]:
     first = f"document:{syn.source_ids[0]}"
     del syn, sources, entities
     gc.collect()
-    out["peak_build_mb"] = hwm_mb()
+    out["peak_build_mb"] = peak_mb()
     out["rss_built_mb"] = current_rss_mb()
     out["n_edges"] = int(len(kb.state.edges))
     out["n_nodes"] = int(len(kb.chunks) + len(kb.state.entities) + len(kb.state.documents))
@@ -221,7 +205,7 @@ def part_edges(scale: Scale) -> dict[str, Any]:
     out["index_seconds"] = time.perf_counter() - t0
     gc.collect()
     out["rss_indexed_mb"] = current_rss_mb()
-    out["peak_index_mb"] = hwm_mb()
+    out["peak_index_mb"] = peak_mb()
     frames = kb.frames()
     out["frames_mb"] = {name: frame_mb(f) for name, f in frames.items() if len(f)}
     columns = {}

@@ -10,6 +10,8 @@ import json
 import math
 import operator
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,15 @@ KEYS = {"benchmark", "measure", "ours", "baseline", "baseline_name", "ratio", "t
 VERDICTS = {"pass", "miss", "info"}
 _OPS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt, "==": operator.eq}
 _CONDITION = re.compile(r"^(ours|ratio) (<=|>=|==|<|>) ([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)(?: \(.*\))?$")
+
+
+def run_small(script: Path, out: Path, *extra: str) -> tuple[subprocess.CompletedProcess, str]:
+    """Run ``script --small --out out`` from the repository root; its exit status 0 and its report text."""
+    proc = subprocess.run([sys.executable, str(script), "--small", *extra, "--out", str(out)],
+                          cwd=script.parents[1], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"bench/{script.name} --small failed:\n{proc.stderr[-4000:]}"
+    assert out.exists(), "the report file was not written"
+    return proc, out.read_text(encoding="utf-8")
 
 
 def summary_file(report: Path) -> Path:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from crux_nb.testing import require_system
-from bench_summary import by_measure, load_summary, summary_problems
+from bench_summary import by_measure, load_summary, summary_problems, run_small
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "bench" / "expand_quality.py"
@@ -155,12 +155,7 @@ def small_out(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def small_report(small_out) -> tuple[subprocess.CompletedProcess, str]:
     require_system(SHARED_DATA.is_dir(), f"shared data not found at {SHARED_DATA}")
-    out = small_out
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--small", "--repeats", "1", "--out", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, f"bench/expand_quality.py --small failed:\n{proc.stderr[-4000:]}"
-    assert out.exists(), "the report file was not written"
-    return proc, out.read_text(encoding="utf-8")
+    return run_small(SCRIPT, small_out, "--repeats", "1")
 
 
 def test_small_run_writes_a_complete_table(small_report):

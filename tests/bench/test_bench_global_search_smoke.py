@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from crux_nb.testing import require_system
-from bench_summary import by_measure, load_summary, summary_problems
+from bench_summary import by_measure, load_summary, summary_problems, run_small
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "bench" / "global_search.py"
@@ -158,12 +158,7 @@ def small_out(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def small_report(small_out) -> tuple[subprocess.CompletedProcess, str]:
     require_system(SHARED_DATA.is_dir(), f"shared data not found at {SHARED_DATA}")
-    out = small_out
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--small", "--out", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, f"bench/global_search.py --small failed:\n{proc.stderr[-4000:]}"
-    assert out.exists(), "the report file was not written"
-    return proc, out.read_text(encoding="utf-8")
+    return run_small(SCRIPT, small_out)
 
 
 def test_small_run_writes_consistent_tables(small_report):

@@ -11,12 +11,11 @@ from __future__ import annotations
 import math
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from bench_summary import by_measure, load_summary, summary_problems
+from bench_summary import by_measure, load_summary, summary_problems, run_small
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "bench" / "neighbors.py"
 
@@ -148,12 +147,7 @@ def small_out(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def small_report(small_out) -> tuple[subprocess.CompletedProcess, str]:
-    out = small_out
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--small", "--out", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, f"bench/neighbors.py --small failed:\n{proc.stderr[-4000:]}"
-    assert out.exists(), "the report file was not written"
-    return proc, out.read_text(encoding="utf-8")
+    return run_small(SCRIPT, small_out)
 
 
 def test_small_run_writes_a_complete_table(small_report):
