@@ -27,9 +27,15 @@ import pandas as pd
 
 from .errors import InputError
 
-__all__ = ["SCHEMAS", "Metadata", "empty_frame", "coerce", "require_columns", "frozen_metadata", "check_unicode"]
+__all__ = ["SCHEMAS", "Metadata", "empty_frame", "coerce", "require_columns", "frozen_metadata", "check_unicode",
+           "has_surrogate"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def has_surrogate(value: str) -> bool:
+    """Whether ``value`` holds a lone surrogate (valid in a Python str, but not Unicode: nothing can encode it)."""
+    return _SURROGATE.search(value) is not None
 
 
 def check_unicode(value: str, what: str) -> str:

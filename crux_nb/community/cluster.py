@@ -173,12 +173,13 @@ class _Clusterer:
         out: list[list[int]] = []
         size = 0
         for g in groups:
-            if out and size + self.size(g) <= self.budget:
+            g_size = self.size(g)
+            if out and size + g_size <= self.budget:
                 out[-1].extend(g)
-                size += self.size(g)
+                size += g_size
             else:
                 out.append(list(g))
-                size = self.size(g)
+                size = g_size
         return [tuple(sorted(g)) for g in out]
 
     def bisect(self, members: tuple[int, ...]) -> list[tuple[int, ...]]:

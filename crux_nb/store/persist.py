@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import NotFoundError, ParameterError, StorageError
-from ..schema import JSON_COLUMNS, SCHEMAS, TUPLE_COLUMNS, coerce, frozen_metadata
+from ..schema import JSON_COLUMNS, SCHEMAS, TUPLE_COLUMNS, coerce, frozen_metadata, has_surrogate
 from .lease import Lease
 from .state import KBState
 
@@ -96,7 +96,7 @@ def _from_storable(frame: pd.DataFrame, table: str) -> pd.DataFrame:
 def check_path(owner: str, path: Any) -> None:
     """A folder path: a string or ``os.PathLike`` without NUL bytes or lone surrogates (no file system takes those)."""
     text = os.fspath(path) if isinstance(path, os.PathLike) else path
-    if not isinstance(text, str) or not text or "\x00" in text or any("\ud800" <= c <= "\udfff" for c in text):
+    if not isinstance(text, str) or not text or "\x00" in text or has_surrogate(text):
         raise ParameterError(owner, "path", "a folder path (a non-empty str or pathlib.Path, valid Unicode)", path)
 
 
