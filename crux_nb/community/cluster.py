@@ -1,17 +1,22 @@
-"""Hierarchical Leiden under a report budget (DESIGN 4.1).
+"""Hierarchical Leiden under a report budget (DESIGN 4.1 and 4.11).
 
-1. Leiden (igraph, modularity, seeded) over the whole community graph.
-2. Communities without chunks join the neighbour they are most linked to.
-3. Any community whose estimated report input exceeds the leaf budget is split
-   again by Leiden on its own subgraph (at rising resolution; bisected in
-   document order as a last resort) until every leaf fits. Split communities
-   become parents. Leiden on a dense subgraph returns many small groups, so the
-   groups of a split are packed back together (upstream's greedy agglomeration:
-   the most strongly linked pair whose merged input still fits goes first, then
-   neighbours in node order) before recursing; without it a corpus of
-   near-duplicate passages got about one leaf per chunk.
-4. While there are more than ``max_children`` top communities, Leiden over the
-   graph of communities groups them into coarser parents. One root on top.
+1. Leaves: seeded Leiden (igraph's C ``community_leiden``) over the whole
+   community graph; groups without chunks join the neighbour they are most
+   linked to; a group whose estimated report input exceeds the leaf budget is
+   split again by Leiden on its own subgraph (rising resolution; bisected in
+   document order as a last resort) and the parts are packed back together up
+   to the budget, until every leaf fits (``leaves.py``).
+2. Tree: built top-down over the leaves, every parent with 2..``max_children``
+   children and no child holding more than half of its parent's chunks unless
+   it is a single leaf (``tree.py``). One root on top.
+3. Incremental (``previous`` given): the nodes of every previous leaf that lost
+   no member keep their community (leidenalg's ``optimise_partition`` with
+   ``is_membership_fixed``); only new nodes and the members of leaves that lost
+   one are placed. A leaf whose members did not change keeps its id (so its
+   report is reused); changed leaves go under the parent their members came
+   from (or are most linked to), and only parents whose children changed, and
+   their ancestors, get new ids. A parent pushed over ``max_children`` or out
+   of balance has its subtree rebuilt.
 
 Levels count up from the leaves (leaf 0; parent = 1 + max child level). Ids
 hash the sorted member refs and the level, so the same input and seed give the
@@ -20,30 +25,21 @@ same communities whatever the input row order.
 
 from __future__ import annotations
 
-import heapq
-import random
-from collections import defaultdict
+from collections import Counter
 from dataclasses import dataclass
+from typing import Literal, Sequence
+
+import numpy as np
 
 from .._hashing import stable_hash
-from ..errors import InputError
 from .graph_input import CommunityGraph
+from .leaves import Arrays, Splitter, attach_chunkless, canonical, group_links, igraph_of, leiden, to_arrays
+from .tree import Node, TreeBuilder
 
 LEAF_BUDGET = 24_000
 MAX_CHILDREN = 8
-_MAX_DOUBLINGS = 8
-
-
-@dataclass(frozen=True)
-class Node:
-    """A community while the tree is built: member node indices and children."""
-
-    members: tuple[int, ...]
-    children: tuple[Node, ...] = ()
-
-    @property
-    def level(self) -> int:
-        return 0 if not self.children else 1 + max(c.level for c in self.children)
+REPAIR_SHARE = 2 / 3
+Engine = Literal["leidenalg", "igraph"]
 
 
 @dataclass(frozen=True)
@@ -58,185 +54,226 @@ class Community:
     estimated_chars: int
 
 
-class _Clusterer:
-    def __init__(self, graph: CommunityGraph, *, resolution: float, seed: int, budget: int, max_children: int):
-        import igraph as ig
-
-        self.ig = ig
-        self.graph = graph
-        self.resolution, self.seed, self.budget, self.max_children = resolution, seed, budget, max_children
-        self.adj: list[dict[int, float]] = [dict() for _ in graph.nodes]
-        for i, j, w in graph.links:
-            self.adj[i][j] = self.adj[i].get(j, 0.0) + w
-            self.adj[j][i] = self.adj[j].get(i, 0.0) + w
-
-    def size(self, members: tuple[int, ...]) -> int:
-        return sum(self.graph.sizes[i] for i in members)
-
-    def chunks(self, members: tuple[int, ...]) -> list[int]:
-        return [i for i in members if self.graph.is_chunk(i)]
-
-    def leiden(self, members: tuple[int, ...], links: list[tuple[int, int, float]], resolution: float) -> list[tuple[int, ...]]:
-        """Groups of ``members`` (sorted) found by seeded Leiden on the given local links."""
-        g = self.ig.Graph(n=len(members), edges=[(i, j) for i, j, _ in links])
-        state = random.getstate()
-        self.ig.set_random_number_generator(random.Random(self.seed))
-        try:
-            part = g.community_leiden(objective_function="modularity", weights=[w for *_, w in links] or None,
-                                      resolution=resolution, n_iterations=2)
-        finally:
-            self.ig.set_random_number_generator(random)
-            random.setstate(state)
-        groups: dict[int, list[int]] = defaultdict(list)
-        for local, label in enumerate(part.membership):
-            groups[label].append(members[local])
-        return sorted((tuple(sorted(g)) for g in groups.values()), key=lambda m: m[0])
-
-    def local_links(self, members: tuple[int, ...]) -> list[tuple[int, int, float]]:
-        pos = {m: k for k, m in enumerate(members)}
-        return [(pos[i], pos[j], w) for i in members for j, w in sorted(self.adj[i].items()) if j in pos and i < j]
-
-    def attach_chunkless(self, groups: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
-        """Merge groups with no chunk into the chunked group they link to most."""
-        owner = {m: k for k, g in enumerate(groups) for m in g}
-        merged = {k: list(g) for k, g in enumerate(groups)}
-        for k, g in enumerate(groups):
-            if self.chunks(g):
-                continue
-            weight: dict[int, float] = defaultdict(float)
-            for m in g:
-                for n, w in self.adj[m].items():
-                    if owner.get(n) is not None and owner[n] != k and self.chunks(groups[owner[n]]):
-                        weight[owner[n]] += w
-            if weight:
-                target = sorted(weight.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
-                merged[target].extend(merged.pop(k))
-        return sorted((tuple(sorted(g)) for g in merged.values() if g), key=lambda m: m[0])
-
-    def split(self, members: tuple[int, ...]) -> Node:
-        chunks = self.chunks(members)
-        if self.size(members) <= self.budget or len(chunks) <= 1:
-            if len(chunks) == 1 and self.graph.sizes[chunks[0]] > self.budget:
-                raise InputError(f"chunk {self.graph.nodes[chunks[0]]!r} has {self.graph.sizes[chunks[0]]} characters "
-                                 f"and exceeds the input budget ({self.budget}).",
-                                 hint="re-add the source with a smaller chunk_size.")
-            return Node(members)
-        links = self.local_links(members)
-        resolution = self.resolution
-        for _ in range(_MAX_DOUBLINGS):
-            groups = self.attach_chunkless(self.leiden(members, links, resolution))
-            if len(groups) > 1:
-                break
-            resolution *= 2
-        else:
-            groups = self.bisect(members)
-        return Node(members, tuple(self.split(g) for g in self.pack(groups)))
-
-    def pack(self, groups: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
-        """Merge linked groups while the merged input fits the budget, heaviest link first
-        (ties: lower group positions). Sizes only grow, so a pair that does not fit never will."""
-        owner = {m: k for k, g in enumerate(groups) for m in g}
-        links: list[dict[int, float]] = [defaultdict(float) for _ in groups]
-        for k, g in enumerate(groups):
-            for m in g:
-                for n, w in self.adj[m].items():
-                    other = owner.get(n)
-                    if other is not None and other != k:
-                        links[k][other] += w
-        sizes = [self.size(g) for g in groups]
-        members = [list(g) for g in groups]
-        heap = [(-w, a, b) for a in range(len(groups)) for b, w in links[a].items() if a < b]
-        heapq.heapify(heap)
-        while heap:
-            neg, a, b = heapq.heappop(heap)
-            if members[a] is None or members[b] is None or links[a].get(b) != -neg:
-                continue  # a merged-away group or an outdated weight
-            if sizes[a] + sizes[b] > self.budget:
-                continue
-            members[a] += members[b]
-            sizes[a] += sizes[b]
-            members[b] = None
-            for c, w in links[b].items():
-                if c == a:
-                    continue
-                links[a][c] += w
-                links[c][a] = links[c].get(a, 0.0) + w
-                links[c].pop(b, None)
-                heapq.heappush(heap, (-links[a][c], min(a, c), max(a, c)))
-            links[a].pop(b, None)
-            links[b] = {}
-        return self.fill(sorted((tuple(sorted(m)) for m in members if m is not None), key=lambda m: m[0]))
-
-    def fill(self, groups: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
-        """Then pack groups that share no link in node order (chunk refs sort in document order):
-        a split of a hub entity's star leaves its spokes unlinked to each other."""
-        out: list[list[int]] = []
-        size = 0
-        for g in groups:
-            g_size = self.size(g)
-            if out and size + g_size <= self.budget:
-                out[-1].extend(g)
-                size += g_size
-            else:
-                out.append(list(g))
-                size = g_size
-        return [tuple(sorted(g)) for g in out]
-
-    def bisect(self, members: tuple[int, ...]) -> list[tuple[int, ...]]:
-        chunks = sorted(self.chunks(members), key=lambda i: self.graph.nodes[i])
-        halves = [set(chunks[: len(chunks) // 2]), set(chunks[len(chunks) // 2:])]
-        for m in members:
-            if not self.graph.is_chunk(m):
-                side = [sum(w for n, w in self.adj[m].items() if n in h) for h in halves]
-                halves[0 if side[0] >= side[1] else 1].add(m)
-        return sorted((tuple(sorted(h)) for h in halves), key=lambda g: g[0])
-
-    def coarsen(self, tops: list[Node]) -> list[Node]:
-        while len(tops) > self.max_children:
-            owner = {m: k for k, t in enumerate(tops) for m in t.members}
-            weights: dict[tuple[int, int], float] = defaultdict(float)
-            for i, j, w in self.graph.links:
-                a, b = owner.get(i), owner.get(j)
-                if a is not None and b is not None and a != b:
-                    weights[(min(a, b), max(a, b))] += w
-            links = sorted((a, b, w) for (a, b), w in weights.items())
-            groups = self.leiden(tuple(range(len(tops))), links, self.resolution)
-            if len(groups) >= len(tops) or len(groups) <= 1:
-                break
-            tops = [tops[g[0]] if len(g) == 1 else Node(tuple(sorted(m for k in g for m in tops[k].members)),
-                                                        tuple(tops[k] for k in g)) for g in groups]
-        return tops
-
-
 def cluster(graph: CommunityGraph, *, resolution: float = 1.0, seed: int = 0, budget: int = LEAF_BUDGET,
-            max_children: int = MAX_CHILDREN) -> list[Community]:
-    """Communities of ``graph`` as a tree (parents before children, then by level and id)."""
+            max_children: int = MAX_CHILDREN, previous: Sequence[Community] | None = None,
+            engine: Engine = "leidenalg") -> list[Community]:
+    """Communities of ``graph`` as a tree (parents before children).
+
+    ``previous``: the communities of the previous generation; when given, the partition starts from
+    them and keeps what did not change (``engine="leidenalg"`` fixes the untouched nodes;
+    ``engine="igraph"`` only starts igraph's Leiden from the previous membership, for comparison).
+
+    Examples
+    --------
+    >>> g = CommunityGraph(nodes=("chunk:a:1", "chunk:a:2", "entity:x"), links=((0, 2, 1.0), (1, 2, 1.0)),
+    ...                    sizes=(10, 10, 3), chunk_count=2)
+    >>> [c.kind for c in cluster(g)]
+    ['root']
+    """
     if graph.chunk_count == 0:
         return []
-    c = _Clusterer(graph, resolution=resolution, seed=seed, budget=budget, max_children=max_children)
-    everything = tuple(range(len(graph.nodes)))
-    base = c.attach_chunkless(c.leiden(everything, list(graph.links), resolution))
-    tops = c.coarsen([c.split(g) for g in base])
-    root = tops[0] if len(tops) == 1 else Node(everything, tuple(tops))
-    return _flatten(c, root)
+    a = to_arrays(graph)
+    g = igraph_of(a)
+    splitter = Splitter(g, a, resolution=resolution, seed=seed, budget=budget)
+    prev_leaves = [c for c in previous or () if not c.child_ids]
+    if prev_leaves:
+        init, fixed = _previous_membership(a, prev_leaves)
+        labels = _replace(g, a, init, fixed, resolution=resolution, seed=seed, engine=engine)
+        labels = attach_chunkless(labels, a.is_chunk, a.src, a.dst, a.weight)
+        labels = _keep_old_apart(labels, init, fixed, a, budget)
+        keep = _unchanged_groups(labels, init, prev_leaves, a)
+        leaves = splitter.leaves(labels, only=set(range(int(labels.max()) + 1)) - keep)
+    else:
+        labels = attach_chunkless(leiden(g, resolution, seed), a.is_chunk, a.src, a.dst, a.weight)
+        leaves = splitter.leaves(labels)
+    builder = _builder(a, leaves, resolution=resolution, seed=seed, max_children=max_children)
+    if prev_leaves and any(c.child_ids for c in previous):
+        root = _place(builder, a, leaves, list(previous), init)
+    else:
+        root = builder.build(tuple(range(len(leaves))))
+    return _flatten(a, leaves, root)
 
 
-def _flatten(c: _Clusterer, root: Node) -> list[Community]:
-    out: list[Community] = []
+def _previous_membership(a: Arrays, prev_leaves: list[Community]) -> tuple[np.ndarray, np.ndarray]:
+    """Each node's previous leaf (or -1 if new) and whether it stays fixed (its leaf lost no member)."""
+    index = {name: i for i, name in enumerate(a.names)}
+    init = np.full(a.n, -1, dtype=np.int64)
+    lost = np.zeros(len(prev_leaves), dtype=bool)
+    for k, c in enumerate(prev_leaves):
+        for name in c.chunk_refs + c.entity_refs:
+            i = index.get(name)
+            if i is None:
+                lost[k] = True
+            else:
+                init[i] = k
+    fixed = init >= 0
+    fixed[fixed] = ~lost[init[fixed]]
+    return init, fixed
 
-    def walk(node: Node, parent_id: str | None, is_root: bool) -> str:
-        names = [c.graph.nodes[i] for i in node.members]
-        cid = "c-" + stable_hash({"members": sorted(names), "level": node.level}, length=12)
-        kind = "root" if is_root else ("parent" if node.children else "leaf")
+
+def _replace(g, a: Arrays, init: np.ndarray, fixed: np.ndarray, *, resolution: float, seed: int,
+             engine: Engine) -> np.ndarray:
+    """Leiden started from the previous membership. The new chunks of one source move as one unit (a
+    document is placed where it belongs as a whole, not scattered chunk by chunk); new entities alone."""
+    unit = _units(a, init)
+    k = int(unit.max()) + 1
+    start = np.full(k, -1, dtype=np.int64)
+    start[unit] = init
+    new = start < 0
+    start[new] = int(init.max()) + 1 + np.arange(int(new.sum()))
+    unit_fixed = np.zeros(k, dtype=bool)
+    unit_fixed[unit] = fixed
+    contracted = g.copy()
+    contracted.contract_vertices(unit.tolist())
+    contracted.simplify(multiple=True, loops=True, combine_edges={"weight": "sum"})
+    if engine == "igraph":
+        labels = leiden(contracted, resolution, seed, initial=canonical(start))
+    else:
+        import leidenalg as la
+
+        part = la.RBConfigurationVertexPartition(contracted, initial_membership=canonical(start).tolist(),
+                                                 weights="weight", resolution_parameter=resolution)
+        optimiser = la.Optimiser()
+        optimiser.set_rng_seed(seed)
+        optimiser.optimise_partition(part, n_iterations=2, is_membership_fixed=unit_fixed.tolist())
+        labels = np.asarray(part.membership, dtype=np.int64)
+    return canonical(labels[unit])
+
+
+def _units(a: Arrays, init: np.ndarray) -> np.ndarray:
+    """Unit per node: the new chunks of each source share one, and a new entity joins the unit of the
+    new chunks it is most linked to (a new source brings its new entities along); other nodes alone."""
+    unit = np.arange(a.n)
+    first: dict[str, int] = {}
+    for i in np.flatnonzero((init < 0) & a.is_chunk).tolist():
+        unit[i] = first.setdefault(a.names[i].split(":")[1], i)
+    new_entity = (init < 0) & ~a.is_chunk
+    new_chunk = (init < 0) & a.is_chunk
+    ends = [(x, y) for x, y in ((a.src, a.dst), (a.dst, a.src))]
+    x = np.concatenate([e[0] for e in ends])
+    y = np.concatenate([e[1] for e in ends])
+    w = np.concatenate([a.weight, a.weight])
+    pick = new_entity[x] & new_chunk[y]
+    if pick.any():
+        ent, target, weight = x[pick], unit[y[pick]], w[pick]
+        keys, inverse = np.unique(ent * a.n + target, return_inverse=True)
+        total = np.bincount(inverse, weights=weight)
+        ent, target = keys // a.n, keys % a.n
+        order = np.lexsort((target, -total, ent))  # per entity: most weight, then the lower unit
+        ent, target = ent[order], target[order]
+        head = np.unique(ent, return_index=True)[1]
+        unit[ent[head]] = target[head]
+    return canonical(unit)
+
+
+def _keep_old_apart(labels: np.ndarray, init: np.ndarray, fixed: np.ndarray, a: Arrays, budget: int) -> np.ndarray:
+    """A group that newcomers pushed over the budget gives its previous leaves back as they were and
+    keeps the newcomers apart (split further if needed), instead of reshuffling the old members."""
+    k = int(labels.max()) + 1
+    size = np.bincount(labels, weights=a.sizes, minlength=k)
+    over = size[labels] > budget
+    has_new = np.bincount(labels, weights=(~fixed).astype(np.float64), minlength=k) > 0
+    pick = over & has_new[labels]
+    if not pick.any():
+        return labels
+    out = labels.copy()
+    old = pick & fixed
+    out[old] = k + init[old]  # each previous leaf alone again
+    return canonical(out)
+
+
+def _unchanged_groups(labels: np.ndarray, init: np.ndarray, prev_leaves: list[Community], a: Arrays) -> set[int]:
+    """Labels whose members are exactly one previous leaf's (those are kept as they are)."""
+    order = np.argsort(labels, kind="stable")
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(labels[order])) + 1])
+    values = init[order]
+    low, high = np.minimum.reduceat(values, starts), np.maximum.reduceat(values, starts)
+    counts = np.diff(np.concatenate([starts, [len(order)]]))
+    prev_sizes = np.asarray([len(c.chunk_refs) + len(c.entity_refs) for c in prev_leaves])
+    same = (low == high) & (low >= 0)
+    same[same] = prev_sizes[low[same]] == counts[same]
+    return set(labels[order][starts][same].tolist())
+
+
+def _builder(a: Arrays, leaves: list[np.ndarray], *, resolution: float, seed: int, max_children: int) -> TreeBuilder:
+    leaf_of = np.empty(a.n, dtype=np.int64)
+    for k, members in enumerate(leaves):
+        leaf_of[members] = k
+    chunks = np.asarray([int(a.is_chunk[m].sum()) for m in leaves])
+    src, dst, weight = group_links(leaf_of, a.src, a.dst, a.weight, len(leaves))
+    return TreeBuilder(chunks, src, dst, weight, resolution=resolution, seed=seed, max_children=max_children)
+
+
+def _place(builder: TreeBuilder, a: Arrays, leaves: list[np.ndarray], previous: list[Community],
+           init: np.ndarray) -> Node:
+    """Put the new leaves where their members were in the previous tree, then repair fan-out and balance."""
+    by_id = {c.community_id: c for c in previous}
+    prev_leaves = [c for c in previous if not c.child_ids]
+    homes: dict[str | None, list[int]] = {}
+    for k, members in enumerate(leaves):
+        old = Counter(int(x) for x in init[members] if x >= 0)
+        if old:
+            source = min(old, key=lambda x: (-old[x], x))
+        else:  # only new nodes: the previous leaf its links weigh most towards
+            source = _most_linked(a, members, init)
+        parent = prev_leaves[source].parent_id if source is not None else None
+        homes.setdefault(parent, []).append(k)
+    root_id = next(c.community_id for c in previous if c.parent_id is None)
+    homes[root_id] = homes.get(root_id, []) + homes.pop(None, [])
+
+    def assemble(cid: str, is_root: bool) -> Node | None:
+        kids = [n for child in by_id[cid].child_ids if by_id[child].child_ids
+                for n in [assemble(child, False)] if n is not None]
+        kids += [Node((k,)) for k in homes.get(cid, [])]
+        if not kids:
+            return None
+        if len(kids) == 1 and (not is_root or kids[0].children):
+            return kids[0]
+        members = tuple(sorted(k for n in kids for k in n.leaves))
+        if len(kids) > builder.max_children or _unbalanced(builder, kids):
+            return builder.build(members)
+        return Node(members, tuple(sorted(kids, key=lambda n: n.leaves[0])))
+
+    root = assemble(root_id, True)
+    return root if root is not None else builder.build(tuple(range(len(leaves))))
+
+
+def _most_linked(a: Arrays, members: np.ndarray, init: np.ndarray) -> int | None:
+    inside = np.zeros(a.n, dtype=bool)
+    inside[members] = True
+    weights: Counter = Counter()
+    for x, y in ((a.src, a.dst), (a.dst, a.src)):
+        pick = inside[x] & (init[y] >= 0)
+        for label, w in zip(init[y[pick]].tolist(), a.weight[pick].tolist()):
+            weights[label] += w
+    return min(weights, key=lambda x: (-weights[x], x)) if weights else None
+
+
+def _unbalanced(builder: TreeBuilder, kids: list[Node]) -> bool:
+    """A parent child holding more than REPAIR_SHARE of the chunks (full builds keep it at most half: the
+    slack keeps a small addition from rebuilding a whole subtree)."""
+    chunks = [float(builder.chunks[list(n.leaves)].sum()) for n in kids]
+    return any(n.children and c > sum(chunks) * REPAIR_SHARE for n, c in zip(kids, chunks))
+
+
+def _flatten(a: Arrays, leaves: list[np.ndarray], root: Node) -> list[Community]:
+    out: list[Community | None] = []
+
+    def walk(node: Node, parent_id: str | None) -> str:
+        members = np.sort(np.concatenate([leaves[k] for k in node.leaves]))
+        names = [a.names[i] for i in members.tolist()]  # node names are sorted, so these are too
+        cid = "c-" + stable_hash({"members": names, "level": node.level}, length=12)
+        kind = "root" if parent_id is None else ("parent" if node.children else "leaf")
         index = len(out)
         out.append(None)  # placeholder keeps parents before children
-        child_ids = tuple(walk(child, cid, False) for child in node.children)
+        child_ids = tuple(walk(child, cid) for child in node.children)
+        chunk_mask = a.is_chunk[members]
         out[index] = Community(community_id=cid, level=node.level, kind=kind, parent_id=parent_id,
                                child_ids=tuple(sorted(child_ids)),
-                               chunk_refs=tuple(sorted(n for n in names if n.startswith("chunk:"))),
-                               entity_refs=tuple(sorted(n for n in names if n.startswith("entity:"))),
-                               estimated_chars=c.size(node.members))
+                               chunk_refs=tuple(n for n, c in zip(names, chunk_mask.tolist()) if c),
+                               entity_refs=tuple(n for n, c in zip(names, chunk_mask.tolist()) if not c),
+                               estimated_chars=int(a.sizes[members].sum()))
         return cid
 
-    walk(root, None, True)
+    walk(root, None)
     return out

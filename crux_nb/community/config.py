@@ -12,7 +12,8 @@ from .cluster import LEAF_BUDGET, MAX_CHILDREN
 
 # v2: two Leiden iterations per call (igraph default), not to convergence;
 # v3: the groups of an over-budget split are packed back together up to the leaf budget
-ALGORITHM = "hierarchical-leiden-v3"
+# v4: leaves on numpy + igraph's C Leiden, a top-down balanced tree (2..max_children children), incremental
+ALGORITHM = "hierarchical-leiden-v4"
 PARENT_BUDGET = 96_000
 CHILD_CONTRIBUTION = 2_000
 MODEL_METHODS = ("extract", "write_report", "map_findings", "rate")

@@ -127,6 +127,24 @@ def read_reports(state: Any, scope: str) -> list[CommunityReport]:
     return out
 
 
+def read_communities(state: Any, scope: str) -> list[Community]:
+    """The stored tree of ``scope`` (leaves with their members; parents with their children only)."""
+    comms = state.communities[state.communities["scope"] == scope]
+    members = state.community_members[state.community_members["scope"] == scope]
+    by_leaf: dict[str, list[str]] = {}
+    for cid, ref in zip(members["community_id"].tolist(), members["member_ref"].tolist()):
+        by_leaf.setdefault(cid, []).append(ref)
+    out = []
+    for row in comms.sort_values(["level", "community_id"]).itertuples(index=False):
+        refs = sorted(by_leaf.get(row.community_id, ()))
+        out.append(Community(community_id=row.community_id, level=int(row.level), kind=row.kind,
+                             parent_id=row.parent_id if isinstance(row.parent_id, str) else None,
+                             child_ids=tuple(row.child_ids), chunk_refs=tuple(r for r in refs if r.startswith("chunk:")),
+                             entity_refs=tuple(r for r in refs if not r.startswith("chunk:")),
+                             estimated_chars=int(row.estimated_chars)))
+    return out
+
+
 def reusable_reports(state: Any, strategy_fp: str) -> dict[str, Report]:
     """Reports of every stored generation written under ``strategy_fp``, by member hash."""
     out: dict[str, Report] = {}

@@ -18,8 +18,8 @@ import pandas as pd
 from .._hashing import stable_hash
 from ..errors import ParameterError
 from .config import CommunitiesConfig
-from .frames import (CommunityReport, generation_frames, input_fingerprint, read_reports, reusable_reports,
-                     with_generation)
+from .frames import (CommunityReport, generation_frames, input_fingerprint, read_communities, read_reports,
+                     reusable_reports, with_generation)
 
 Status = Literal["missing", "building", "ready", "stale"]
 CORPUS = "corpus"
@@ -122,12 +122,21 @@ class CommunitySurface:
         return "ready"
 
     # ----------------------------------------------------------------- build
-    def prepare(self, *, force: bool = False, progress: bool | None = None, executor: Any = None) -> PrepareResult:
-        """Build and publish communities and reports unless they are ready (``force`` rebuilds anyway)."""
+    def prepare(self, *, force: bool = False, incremental: bool = True, progress: bool | None = None,
+                executor: Any = None) -> PrepareResult:
+        """Build and publish communities and reports unless they are ready (``force`` rebuilds anyway).
+
+        ``incremental`` (default): start from the current generation's communities, keep every one whose
+        members did not change (same id, report reused) and rewrite only the touched ones and their
+        ancestors; ``incremental=False`` clusters from scratch (reports of unchanged communities are
+        still reused).
+        """
         from ..models import CallLog
 
         if not isinstance(force, bool):
             raise ParameterError("communities.prepare()", "force", "a boolean", force)
+        if not isinstance(incremental, bool):
+            raise ParameterError("communities.prepare()", "incremental", "a boolean", incremental)
         with self._lock:
             if not force and self.status() == "ready":
                 return PrepareResult(self.generation_id, "ready", self._count(), 0, 0, 0)
@@ -147,7 +156,8 @@ class CommunitySurface:
                 if adopted is not None:
                     result = adopted
                 else:
-                    result = self._build(CallLog(), force=force, progress=progress, executor=executor)
+                    result = self._build(CallLog(), force=force, incremental=incremental, progress=progress,
+                                         executor=executor)
                     if lease is not None:
                         self.kb.save(self.kb.path)
             finally:
@@ -183,7 +193,8 @@ class CommunitySurface:
         if not authored:
             self.kb.extract_entities(self.config.model, progress=progress)
 
-    def _build(self, log: Any, *, force: bool, progress: bool | None, executor: Any) -> PrepareResult:
+    def _build(self, log: Any, *, force: bool, incremental: bool, progress: bool | None,
+               executor: Any) -> PrepareResult:
         from .cluster import cluster
         from .graph_input import build_graph
         from .reports import write_reports
@@ -192,15 +203,18 @@ class CommunitySurface:
         sources = self._sources(state)
         input_fp = input_fingerprint(state, sources)
         strategy = self.config.strategy_fingerprint
+        previous = self._pointer(state)
+        tree = None
+        if incremental and previous is not None and previous["strategy_fingerprint"] == strategy:
+            tree = read_communities(state, self.scope)  # start from it: unchanged communities keep their ids
         comms = cluster(build_graph(state, sources), resolution=self.config.resolution, seed=self.config.seed,
-                        max_children=self.config.max_children)
+                        max_children=self.config.max_children, previous=tree)
         chunk_text = dict(zip(state.chunks["ref"], state.chunks["content"]))
         entities = {r: (n, d) for r, n, d in zip(state.entities["ref"], state.entities["canonical_name"],
                                                   state.entities["description"])}
         reusable = reusable_reports(state, strategy)
         reports, written = write_reports(comms, model=self.config.model, chunk_text=chunk_text, entities=entities,
                                          reusable=reusable, log=log, executor=executor, progress=progress)
-        previous = self._pointer(state)
         pointers = state.community_generations
         sequence = 1 if pointers.empty else int(pointers["sequence"].max()) + 1  # global publish order
         generation_id = "cg-" + stable_hash({"scope": self.scope, "input": input_fp, "strategy": strategy,
