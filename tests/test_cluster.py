@@ -35,7 +35,8 @@ def leaves(communities):
     return [c for c in communities if not c.child_ids]
 
 
-def check_invariants(graph: CommunityGraph, communities, budget=24_000):
+def check_invariants(graph: CommunityGraph, communities, budget=24_000, max_children=8):
+    check_shape(communities, max_children)
     assert sum(c.kind == "root" for c in communities) == 1
     assert communities[0].kind == "root" and communities[0].parent_id is None
     chunks = [r for c in leaves(communities) for r in c.chunk_refs]
@@ -51,6 +52,19 @@ def check_invariants(graph: CommunityGraph, communities, budget=24_000):
             assert c.level == 0 and (c.estimated_chars <= budget or len(c.chunk_refs) == 1)
         if c.parent_id is not None:
             assert c.community_id in by_id[c.parent_id].child_ids
+
+
+def check_shape(communities, max_children=8):
+    """Every parent has 2..max_children children and no parent child holds more than half of its chunks."""
+    by_id = {c.community_id: c for c in communities}
+    for c in communities:
+        if not c.child_ids:
+            continue
+        assert 2 <= len(c.child_ids) <= max_children, (c.community_id, len(c.child_ids))
+        for k in c.child_ids:
+            child = by_id[k]
+            if child.child_ids and max_children >= 3:  # with 2 children per parent, halves cannot always be even
+                assert len(child.chunk_refs) <= len(c.chunk_refs) / 2, (c.community_id, k)
 
 
 def test_planted_groups_are_found_and_invariants_hold():
@@ -100,3 +114,18 @@ def test_invariants_property(n_groups, per_group, chars, seed, budget):
     graph = build_graph(kb.state)
     communities = cluster(graph, seed=seed, budget=budget)
     check_invariants(graph, communities, budget=budget)
+
+
+@pytest.mark.parametrize("max_children", [2, 3, 8])
+def test_tree_shape_on_many_leaves(max_children):
+    """Budget splits and many groups still give 2..max_children children, each level coarser."""
+    kb = planted(n_groups=12, per_group=10, chunk_chars=2500, seed=1)
+    graph = build_graph(kb.state)
+    communities = cluster(graph, budget=9_000, max_children=max_children)
+    check_invariants(graph, communities, budget=9_000, max_children=max_children)
+    per_level = {}
+    for c in communities:
+        per_level[c.level] = per_level.get(c.level, 0) + 1
+    assert len(leaves(communities)) > max_children and max(per_level) >= 2
+    if max_children == 2:  # a binary tree over n leaves has n - 1 parents
+        assert len(communities) == 2 * len(leaves(communities)) - 1

@@ -253,7 +253,8 @@ def test_adaptive_truncation_is_recorded(built, monkeypatch):
     import crux_nb.retrieval.gs_step as gs
 
     monkeypatch.setattr(gs, "MAX_CALLS", 0)
-    hits, trace = built.recipe(steps=[global_search(model=OfflineModel(), scan="adaptive", detail="overview")]
+    # detailed: the root's children are rated even when they are all leaves (overview never rates leaves)
+    hits, trace = built.recipe(steps=[global_search(model=OfflineModel(), scan="adaptive", detail="detailed")]
                                ).retrieve_with_trace(Q, admit=lambda e: True)
     k = trace.steps[0].knowledge
     assert k.truncations and k.truncations[0]["kind"] == "adaptive-descent"

@@ -10,9 +10,9 @@
    children and no child holding more than half of its parent's chunks unless
    it is a single leaf (``tree.py``). One root on top.
 3. Incremental (``previous`` given): the nodes of every previous leaf that lost
-   no member keep their community (leidenalg's ``optimise_partition`` with
-   ``is_membership_fixed``); only new nodes and the members of leaves that lost
-   one are placed. A leaf whose members did not change keeps its id (so its
+   at most half of its members keep their community (leidenalg's
+   ``optimise_partition`` with ``is_membership_fixed``); only new nodes (a new
+   source's chunks as one unit) and the rest of dissolved leaves are placed. A leaf whose members did not change keeps its id (so its
    report is reused); changed leaves go under the parent their members came
    from (or are most linked to), and only parents whose children changed, and
    their ancestors, get new ids. A parent pushed over ``max_children`` or out
@@ -95,17 +95,16 @@ def cluster(graph: CommunityGraph, *, resolution: float = 1.0, seed: int = 0, bu
 
 
 def _previous_membership(a: Arrays, prev_leaves: list[Community]) -> tuple[np.ndarray, np.ndarray]:
-    """Each node's previous leaf (or -1 if new) and whether it stays fixed (its leaf lost no member)."""
+    """Each node's previous leaf (or -1 if new) and whether it stays fixed: yes, unless its leaf lost
+    more than half of its members (then what is left of it is placed again)."""
     index = {name: i for i, name in enumerate(a.names)}
     init = np.full(a.n, -1, dtype=np.int64)
     lost = np.zeros(len(prev_leaves), dtype=bool)
     for k, c in enumerate(prev_leaves):
-        for name in c.chunk_refs + c.entity_refs:
-            i = index.get(name)
-            if i is None:
-                lost[k] = True
-            else:
-                init[i] = k
+        names = c.chunk_refs + c.entity_refs
+        present = [index[name] for name in names if name in index]
+        init[present] = k
+        lost[k] = 2 * len(present) < len(names)
     fixed = init >= 0
     fixed[fixed] = ~lost[init[fixed]]
     return init, fixed

@@ -231,6 +231,31 @@ class CommunitySurface:
         c = self.kb.state.communities
         return int((c["scope"] == self.scope).sum())
 
+    def resolution_profile(self, *, resolution_range: tuple[float, float] = (0.05, 5.0),
+                           progress: bool | None = None) -> pd.DataFrame:
+        """Resolution → communities, modularity and largest community of the leaf-level Leiden partition
+        (leidenalg's ``Optimiser.resolution_profile``, seeded with the configuration's seed), so a
+        ``resolution`` can be chosen by looking; ``crux_nb.display.plots.resolution_profile`` draws it.
+        Extracts entities first if needed (as ``prepare()`` does).
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> from crux_nb.datasets import sample_path
+        >>> from crux_nb.models import OfflineModel
+        >>> kb = crux_nb.knowledge_base(id="doc", communities=crux_nb.communities(model=OfflineModel()))
+        >>> _ = kb.add_path(sample_path())
+        >>> list(kb.communities.resolution_profile(progress=False).columns)
+        ['resolution', 'communities', 'modularity', 'largest', 'largest_share']
+        """
+        from .graph_input import build_graph
+        from .profile import resolution_profile
+
+        self._ensure_entity_graph(progress)
+        state = self.kb.state
+        return resolution_profile(build_graph(state, self._sources(state)), resolution_range=resolution_range,
+                                  seed=self.config.seed)
+
     # --------------------------------------------------------------- reading
     def reports(self, *, level: int | None = None, parent_id: str | None = None, cursor: str | None = None,
                 limit: int | None = None) -> ReportPage:

@@ -4,7 +4,8 @@ A parent's leaves are grouped by seeded Leiden on the graph of its leaves
 (contracted again and again, at falling resolution, until at most
 ``max_children`` groups remain), and the last groups are merged pairwise,
 most linked per chunk first. No group may hold more than half of its parent's
-chunks unless it is a single leaf, so no child holds most of its parent; each
+chunks unless it is a single leaf (guaranteed for ``max_children`` >= 3; with 2, fan-out wins),
+so no child holds most of its parent; each
 group with more than one leaf becomes a parent in turn. A parent has between
 2 and ``max_children`` children, and every level holds at least twice fewer
 communities than the one below it on average.
@@ -48,6 +49,9 @@ class TreeBuilder:
         if len(leaves) <= self.max_children:
             return Node(leaves, tuple(Node((k,)) for k in leaves))
         groups = self.groups(np.asarray(leaves, dtype=np.int64))
+        if len(groups) < 2:  # only leaves without chunks (nothing to balance): halves in leaf order
+            half = len(leaves) // 2
+            groups = [np.asarray(leaves[:half]), np.asarray(leaves[half:])]
         return Node(leaves, tuple(self.build(tuple(int(x) for x in g)) for g in groups))
 
     def local(self, leaves: np.ndarray):
@@ -109,9 +113,8 @@ class TreeBuilder:
                 flat = np.where(linked, score, -1.0)
                 x, y = np.unravel_index(int(np.argmax(flat)), flat.shape)  # first maximum: lowest indices
             else:
-                pair = np.where(fits, s[:, None] + s[None, :], np.inf)
-                if not np.isfinite(pair).any():
-                    break  # cannot happen with more than 3 groups, kept as a guard
+                # no pair fits the cap only with 3 groups and max_children 2: fan-out wins over balance
+                pair = np.where(fits if fits.any() else ~np.eye(len(idx), dtype=bool), s[:, None] + s[None, :], np.inf)
                 x, y = np.unravel_index(int(np.argmin(pair)), pair.shape)
             x, y = sorted((int(idx[x]), int(idx[y])))
             alive[y] = False

@@ -94,3 +94,21 @@ def coverage(trace: Any, *, ax: Any = None) -> Any:
     ax.set_title(f"{k.coverage} · {k.scan} · {k.detail} · {calls} model calls")
     ax.legend(frameon=False, loc="lower right")
     return ax
+
+
+def resolution_profile(frame: Any, *, ax: Any = None, chosen: float | None = None) -> Any:
+    """Communities (left axis, log) and modularity (right axis) against resolution, from
+    ``kb.communities.resolution_profile()``; ``chosen`` marks a resolution."""
+    ax = _axes(ax, (8, 3))
+    ax.step(frame["resolution"], frame["communities"], where="post", color="C0")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("resolution")
+    ax.set_ylabel("communities", color="C0")
+    right = ax.twinx()
+    right.plot(frame["resolution"], frame["modularity"], color="C1", marker=".")
+    right.set_ylabel("modularity", color="C1")
+    if chosen is not None:
+        ax.axvline(chosen, color="#888", ls="--", lw=1)
+    ax.set_title("Leiden resolution profile")
+    return ax
