@@ -13,7 +13,7 @@ from .errors import NotFoundError, ParameterError
 from .schema import SCHEMAS
 from .store.chunking import DEFAULT_CHUNK_SIZE, check_chunk_size
 from .store.ingest import Format, check_unique, frame_specs, path_specs, text_spec
-from .store.persist import check_path, read_current, save
+from .store import persist  # called through the module: tests patch persist.save
 from .store.state import KBState, with_edges, with_entities, with_sources, without_sources
 from .validation import check_name
 
@@ -225,8 +225,8 @@ class KnowledgeBase:
     def save(self, path: str | os.PathLike, *, partition_rows: int = 100_000) -> str:
         """Save as a new generation (one Parquet dataset per table, ``partition_rows`` rows per file);
         returns the generation id. ``crux_nb.store.persist.table_paths(path)`` names the table folders."""
-        check_path("kb.save()", path)
-        generation = save(self, path, partition_rows=partition_rows)
+        persist.check_path("kb.save()", path)
+        generation = persist.save(self, path, partition_rows=partition_rows)
         self.path = path
         return generation
 
@@ -251,7 +251,7 @@ def open_knowledge_base(path: str | os.PathLike, *, verify: bool = True, communi
     ``verify`` checks every table's SHA-256 against the manifest first; ``communities`` attaches a
     communities configuration (saved communities and reports are read either way).
     """
-    root, meta, state = read_current(path, verify=verify)
+    root, meta, state = persist.read_current(path, verify=verify)
     kb = KnowledgeBase(id=meta["id"], namespace=meta["namespace"], chunk_size=meta["chunk_size"], state=state)
     kb.path = root
     if communities is not None:
