@@ -67,6 +67,8 @@ import crux_nb  # noqa: E402
 from crux_nb.community.cluster import LEAF_BUDGET, Community, cluster  # noqa: E402
 from crux_nb.community.graph_input import CommunityGraph  # noqa: E402
 
+from _clustering_tree import (INCREMENTAL_COLUMNS, SHAPE_COLUMNS, api_incremental, incremental_note,  # noqa: E402
+                              planted_incremental, shape_note, tree_shape)
 from _common import (OUT_DIR, current_rss_mb, fmt_num, hwm_mb, load_average, machine_info,  # noqa: E402
                      markdown_table, peak_rss_mb, quiet_gc, reset_peak, write_summary, write_text)
 
@@ -104,6 +106,7 @@ class Config:
     budget: int = LEAF_BUDGET
     seed: int = 20_240_601
     carol: bool = True
+    incremental_max: int = 10_000  # planted sizes that also get the incremental comparison (leidenalg is slow)
 
 
 FULL = Config()
@@ -280,6 +283,8 @@ class SizeResult:
     crux_shuffled_same: bool
     quality: dict[str, dict[str, float]]
     problems: list[str]
+    shape: list[list[str]] = field(default_factory=list)
+    incremental: list[list[str]] = field(default_factory=list)
 
 
 def run_size(n: int, cfg: Config, log: Callable[[str], None]) -> SizeResult:
@@ -308,12 +313,16 @@ def run_size(n: int, cfg: Config, log: Callable[[str], None]) -> SizeResult:
         crux.outcomes.append(crux_outcome(cluster(g, seed=0, budget=cfg.budget), g, cfg.budget))
     log("  crux_nb on shuffled link order")
     g_shuffled = shuffled_links(g, cfg.seed + 1)
-    shuffled = crux_outcome(cluster(g_shuffled, seed=0, budget=cfg.budget), g, cfg.budget)
+    shuffled_comms = cluster(g_shuffled, seed=0, budget=cfg.budget)
+    shuffled = crux_outcome(shuffled_comms, g, cfg.budget)
     del g_shuffled
+    shape, shape_problems = tree_shape(f"planted {n:,}", shuffled_comms)
+    del shuffled_comms
     first = crux.outcomes[0]
     crux_same = all(o.digest == first.digest for o in crux.outcomes)
     crux_shuffled_same = shuffled.digest == first.digest
-    problems = list(first.problems)
+    problems = list(first.problems) + shape_problems
+    incremental = planted_incremental(g, n, log) if n <= cfg.incremental_max else []
     if not crux_same:
         problems.append(f"{n:,} nodes: crux_nb gave different output across {len(crux.outcomes)} same-seed runs")
     if not crux_shuffled_same:
@@ -332,7 +341,7 @@ def run_size(n: int, cfg: Config, log: Callable[[str], None]) -> SizeResult:
                          "nmi": ig.compare_communities(planted, memb, method="nmi"),
                          "ari": ig.compare_communities(planted, memb, method="ari")}
     return SizeResult(n, p, max_cluster_size, mean_chars, crux, gn, crux_same, crux_shuffled_same, quality,
-                      problems)
+                      problems, shape, incremental)
 
 
 def size_rows(results: list[SizeResult]) -> tuple[list[list[str]], list[list[str]]]:
@@ -455,6 +464,8 @@ def run_carol(path: Path, log: Callable[[str], None]) -> tuple[list[list[str]], 
         cluster_runs.append(s)
     rows.append(["  of which build_graph() (measured separately)", f"{sec_graph:.3f}", "0",
                  f"{len(graph.nodes):,} nodes ({graph.chunk_count:,} chunks), {len(graph.links):,} links"])
+    shape_rows, shape_problems = tree_shape("Carol", comms)
+    problems += shape_problems
     same_tree = sorted(c.community_id for c in comms) == ids_first
     rows.append(["  of which cluster() (measured separately, median of 3)", f"{statistics.median(cluster_runs):.3f}",
                  "0", f"{len(comms)} communities; same ids as prepare(): {'yes' if same_tree else 'no'}"])
@@ -471,7 +482,7 @@ def run_carol(path: Path, log: Callable[[str], None]) -> tuple[list[list[str]], 
         problems.append(f"Carol: the identical rebuild made {again.calls} model calls (expected 0)")
     if not identical:
         problems.append("Carol: the identical rebuild gave other community ids")
-    return rows, problems
+    return rows, problems, shape_rows
 
 
 # ---------------------------------------------------------------------- run
@@ -488,8 +499,10 @@ def run(cfg: Config, *, out_path: Path, label: str) -> tuple[str, list[str]]:
     rows, details = size_rows(results)
 
     carol_path = find_carol() if cfg.carol else None
+    shape_rows = [r for s in results for r in s.shape]
     if carol_path is not None:
-        carol_rows, carol_problems = run_carol(carol_path, log)
+        carol_rows, carol_problems, carol_shape = run_carol(carol_path, log)
+        shape_rows += carol_shape
         problems += carol_problems
         carol_text = [markdown_table(CAROL_COLUMNS, carol_rows, align=["l", "r", "r", "l"]), "",
                       f"Source: `{carol_path}`, default chunk size, `crux_nb.communities(model=OfflineModel())`. "
@@ -500,6 +513,10 @@ def run(cfg: Config, *, out_path: Path, label: str) -> tuple[str, list[str]]:
     else:
         carol_text = ["Skipped: the Christmas Carol was not found under "
                       + " or ".join(f"`{b}`" for b in DATA_CANDIDATES) + "."]
+    inc_rows = [r for s in results for r in s.incremental]
+    api_rows, api_problems = api_incremental(carol_path, log)
+    inc_rows += api_rows
+    problems += api_problems
     log("done")
 
     info = machine_info(["pandas", "numpy", "igraph", "graspologic-native"])
@@ -549,6 +566,18 @@ def run(cfg: Config, *, out_path: Path, label: str) -> tuple[str, list[str]]:
         f"root included; {BASELINE}: counting its top-level clusters as the children of an implicit root). "
         "Planted reference quality: "
         + "; ".join(f"{r.n:,} nodes modularity {r.quality['planted']['modularity']:.4f}" for r in results) + ".",
+        "",
+        "## Tree shape",
+        "",
+        markdown_table(SHAPE_COLUMNS, shape_rows, align=["l", "r", "r", "r", "r", "r", "r"]),
+        "",
+        shape_note(),
+        "",
+        "## Incremental rebuilds (one added source)",
+        "",
+        markdown_table(INCREMENTAL_COLUMNS, inc_rows, align=["l", "l"] + ["r"] * 7 + ["l"]),
+        "",
+        incremental_note(),
         "",
         "## Christmas Carol (offline model)",
         "",

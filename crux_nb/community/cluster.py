@@ -257,20 +257,27 @@ def _unbalanced(builder: TreeBuilder, kids: list[Node]) -> bool:
 
 def _flatten(a: Arrays, leaves: list[np.ndarray], root: Node) -> list[Community]:
     out: list[Community | None] = []
+    names_of = np.asarray(a.names, dtype=object)
+    first_entity = int(np.argmin(a.is_chunk)) if not a.is_chunk.all() else a.n
+    ordered = not a.is_chunk[first_entity:].any()  # sorted names: every chunk before every entity
 
     def walk(node: Node, parent_id: str | None) -> str:
         members = np.sort(np.concatenate([leaves[k] for k in node.leaves]))
-        names = [a.names[i] for i in members.tolist()]  # node names are sorted, so these are too
+        names = names_of[members].tolist()  # node names are sorted, so these are too
         cid = "c-" + stable_hash({"members": names, "level": node.level}, length=12)
         kind = "root" if parent_id is None else ("parent" if node.children else "leaf")
         index = len(out)
         out.append(None)  # placeholder keeps parents before children
         child_ids = tuple(walk(child, cid) for child in node.children)
-        chunk_mask = a.is_chunk[members]
+        if ordered:
+            cut = int(np.searchsorted(members, first_entity))
+            chunks, entities = tuple(names[:cut]), tuple(names[cut:])
+        else:
+            flags = a.is_chunk[members].tolist()
+            chunks = tuple(n for n, c in zip(names, flags) if c)
+            entities = tuple(n for n, c in zip(names, flags) if not c)
         out[index] = Community(community_id=cid, level=node.level, kind=kind, parent_id=parent_id,
-                               child_ids=tuple(sorted(child_ids)),
-                               chunk_refs=tuple(n for n, c in zip(names, chunk_mask.tolist()) if c),
-                               entity_refs=tuple(n for n, c in zip(names, chunk_mask.tolist()) if not c),
+                               child_ids=tuple(sorted(child_ids)), chunk_refs=chunks, entity_refs=entities,
                                estimated_chars=int(a.sizes[members].sum()))
         return cid
 
