@@ -31,6 +31,10 @@ COLUMNS = ["nodes", "edges", "crux_nb s", f"{BASELINE} s", "ratio", "leaves crux
 BASELINE_COLUMNS = [f"{BASELINE} s", f"leaves {BASELINE}", f"levels {BASELINE}", f"modularity {BASELINE}",
                     f"NMI {BASELINE}"]
 CAROL_COLUMNS = ["stage", "seconds", "model calls", "result"]
+SHAPE_COLUMNS = ["graph", "level", "parents", "children per parent (min / median / max)",
+                 "largest child share of chunks (median / max)", "non-leaf child over half", "chunks per leaf (median / max)"]
+INCREMENTAL_COLUMNS = ["case", "engine", "seconds", "communities", "rewritten", "rewritten share", "leaf modularity",
+                       "from-scratch modularity", "modularity vs scratch", "target"]
 CAROL_STAGES = ("knowledge_base() + add_path()", "kb.extract_entities()", "communities.prepare() - first build",
                 "of which build_graph()", "of which cluster()", "communities.prepare(force=True) - identical rebuild")
 
@@ -262,3 +266,25 @@ def test_small_run_writes_a_summary(small_report, small_out):
     else:
         assert all(r["baseline"] is None and r["ratio"] is None for r in rows)
         assert time_row["verdict"] == "info"
+
+
+def test_small_run_shows_tree_shape_and_incremental_rebuilds(small_report):
+    """The tree-shape table has no non-leaf child over half its parent and at most 8 children per parent;
+    the incremental table compares leidenalg, igraph and a from-scratch build, leidenalg within target."""
+    _, text = small_report
+    shape = _table(_section(text, "Tree shape"))
+    assert _cells(shape[0]) == SHAPE_COLUMNS
+    rows = [dict(zip(SHAPE_COLUMNS, _cells(line))) for line in shape[2:]]
+    assert {r["graph"] for r in rows} >= {"planted 2,000"}
+    for r in rows:
+        low, _, high = (int(float(x)) for x in r["children per parent (min / median / max)"].split(" / "))
+        assert 2 <= low <= high <= 8 and r["non-leaf child over half"] == "0"
+    inc = _table(_section(text, "Incremental rebuilds (one added source)"))
+    assert _cells(inc[0]) == INCREMENTAL_COLUMNS
+    rows = [dict(zip(INCREMENTAL_COLUMNS, _cells(line))) for line in inc[2:]]
+    engines = {r["engine"] for r in rows}
+    assert {"leidenalg", "igraph"} <= engines
+    for r in rows:
+        if r["engine"] == "leidenalg":
+            assert r["target"] == "pass" and float(r["modularity vs scratch"]) >= 0.98
+            assert int(r["rewritten"].split(" ")[0]) <= int(r["communities"]) / 4
