@@ -7,9 +7,11 @@ row order of its links, and no per-node Python structure is built.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import random
 from dataclasses import dataclass
+from typing import Iterator
 
 import numpy as np
 
@@ -32,6 +34,7 @@ class Arrays:
 
 
 def to_arrays(graph) -> Arrays:
+    """``graph``'s links as sorted, de-duplicated arrays (weights of repeated pairs summed, self-loops dropped)."""
     n = len(graph.nodes)
     links = np.asarray(graph.links, dtype=np.float64).reshape(-1, 3)
     i, j = links[:, 0].astype(np.int64), links[:, 1].astype(np.int64)
@@ -45,6 +48,7 @@ def to_arrays(graph) -> Arrays:
 
 
 def igraph_of(a: Arrays):
+    """The whole community graph in igraph, edge attribute ``weight``."""
     return graph_of(a.n, a.src, a.dst, a.weight)
 
 
@@ -58,23 +62,19 @@ def graph_of(n: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarray):
     return g
 
 
-def seeded(seed: int):
-    """Run igraph with its own seeded RNG and put the caller's global RNG state back afterwards."""
-    import contextlib
-
+@contextlib.contextmanager
+def seeded(seed: int) -> Iterator[None]:
+    """Run igraph with its own seeded RNG and put the caller's global RNG state back afterwards
+    (igraph's Leiden draws from Python's ``random`` unless told otherwise)."""
     import igraph as ig
 
-    @contextlib.contextmanager
-    def scope():
-        state = random.getstate()
-        ig.set_random_number_generator(random.Random(seed))
-        try:
-            yield
-        finally:
-            ig.set_random_number_generator(random)
-            random.setstate(state)
-
-    return scope()
+    state = random.getstate()
+    ig.set_random_number_generator(random.Random(seed))
+    try:
+        yield
+    finally:
+        ig.set_random_number_generator(random)
+        random.setstate(state)
 
 
 def leiden(g, resolution: float, seed: int, *, initial: np.ndarray | None = None) -> np.ndarray:
