@@ -151,7 +151,7 @@ def inject(kb, n_leaves, statement_chars=500, summary_chars=2000):
     frames = generation_frames("corpus", "g-injected", comms, reports, input_fp=input_fingerprint(state, None),
                                strategy_fp=kb.communities.config.strategy_fingerprint, view=(None, None), sequence=1,
                                source_hashes=dict(zip(state.documents["source_id"], state.documents["content_hash"])))
-    kb._commit(lambda s: with_generation(s, "corpus", frames))
+    kb.commit(lambda s: with_generation(s, "corpus", frames))
     assert kb.communities.status() == "ready"
 
 

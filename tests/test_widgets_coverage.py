@@ -70,7 +70,7 @@ def publish(kb, tree=TREE, generation="g-test"):
     frames = generation_frames("corpus", generation, comms, reports, input_fp=input_fingerprint(state, None),
                                strategy_fp=kb.communities.config.strategy_fingerprint, view=(None, None), sequence=1,
                                source_hashes=dict(zip(state.documents["source_id"], state.documents["content_hash"])))
-    kb._commit(lambda s: with_generation(s, "corpus", frames))
+    kb.commit(lambda s: with_generation(s, "corpus", frames))
     assert kb.communities.status() == "ready"
 
 

@@ -138,7 +138,7 @@ class Recipe:
 
     def _context(self, request: Request) -> StepContext:
         members = None if self.view is None else frozenset(self.view.resolve().members)
-        communities = getattr(self.kb, "_communities", None)
+        communities = self.kb.communities if self.kb.has_communities else None
         if self.view is not None and communities is not None:
             communities = self.view.communities
         return StepContext(recipe_id=self.id, namespace=self.kb.namespace, request=request, state=self.kb.state,
