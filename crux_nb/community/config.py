@@ -8,6 +8,7 @@ from typing import Any
 
 from .._hashing import stable_hash
 from ..errors import ParameterError
+from ..validation import MODEL_TASKS
 from .cluster import LEAF_BUDGET, MAX_CHILDREN
 
 # v2: two Leiden iterations per call (igraph default), not to convergence;
@@ -15,7 +16,7 @@ from .cluster import LEAF_BUDGET, MAX_CHILDREN
 ALGORITHM = "hierarchical-leiden-v3"
 PARENT_BUDGET = 96_000
 CHILD_CONTRIBUTION = 2_000
-MODEL_METHODS = ("extract", "write_report", "map_findings", "rate")
+MODEL_METHODS = MODEL_TASKS  # the one task list (crux_nb.validation)
 
 
 @dataclass(frozen=True)
