@@ -32,8 +32,8 @@ BUDGET = 0.5
 FALLBACKS = ("budget", "best", "next-level", "none")
 FALLBACK = "budget"
 FOREST = ""  # the virtual parent of a forest's roots
-RATING_BATCH = 8
-ORDER = "prior"  # communities per rating call: small enough to stay best-first, large enough for few calls
+RATING_BATCH = 8  # communities per rating call: small enough to stay best-first, large enough for few calls
+RATING_SHARE = 0.3  # rating calls spend at most this share of the budget; the rest is kept for mapping
 
 
 @dataclass(frozen=True)
@@ -101,6 +101,7 @@ class _State:
     mappable: set[str]
     children: dict[str, list[Unit]]
     spent: int = 0
+    rating_spent: int = 0
     calls: int = 0
     queue: list[tuple] = field(default_factory=list)
     rows: dict[str, Rating] = field(default_factory=dict)
@@ -108,7 +109,7 @@ class _State:
     pending: dict[str, int] = field(default_factory=dict)  # parent -> children not yet rated
     passed: set[str] = field(default_factory=set)  # parents with a child that passed
     truncations: list[dict] = field(default_factory=list)
-    below: list[tuple] = field(default_factory=list)  # rated below the threshold, best first (fallback "budget")
+    rating_budget: int | None = None  # the share of the budget rating calls may spend
     cost: Callable[[list[Unit]], int] = lambda batch: sum(u.rating_chars for u in batch)
 
     def record(self, unit: Unit, rating: float | None, decision: str, *, fallback: bool = False,
@@ -148,6 +149,8 @@ def descend(units: list[Unit], rate: Callable[[list[Unit], int], dict[str, float
                 {p: sorted(k, key=lambda u: u.community_id) for p, k in by_parent.items() if p is not None})
     if rating_cost is not None:
         st.cost = rating_cost
+    if budget is not None:
+        st.rating_budget = int(RATING_SHARE * budget)
     roots = sorted(by_parent.get(None, []), key=lambda u: u.community_id)
     if len(roots) == 1:  # one root: visited without a rating (its children are the first question)
         _visit(st, roots[0], None, fallback=False)
@@ -156,16 +159,20 @@ def descend(units: list[Unit], rate: Callable[[list[Unit], int], dict[str, float
         st.pending[FOREST] = len(roots)
         for r in roots:
             st.push(r, 100.0)
-    while st.queue or (fallback == "budget" and _spend(st)):
+    while st.queue:
         batch = _next_batch(st)
         if not batch:
             break
         ratings = rate([u for u, _ in batch], st.calls)
         st.calls += 1
-        st.spent += st.cost([u for u, _ in batch])
+        cost = st.cost([u for u, _ in batch])
+        st.spent += cost
+        st.rating_spent += cost
         _apply(st, batch, ratings)
     if st.queue:
         _truncate(st)
+    if fallback == "budget":
+        _fill(st, units)
     _guard(st, units)
     visited = tuple(st.rows[c] for c in st.order if st.rows[c].decision == "visited")
     skipped = tuple(st.rows[c] for c in st.order if st.rows[c].decision != "visited")
@@ -183,7 +190,8 @@ def _next_batch(st: _State) -> list[tuple[Unit, bool]]:
     batch: list[tuple[Unit, bool]] = []
     while st.queue and len(batch) < RATING_BATCH:
         unit = st.queue[0][-1]
-        if not st.fits(st.cost([u for u, _ in batch] + [unit])):
+        cost = st.cost([u for u, _ in batch] + [unit])
+        if not st.fits(cost) or st.rating_budget is not None and st.rating_spent + cost > st.rating_budget:
             break
         *_, flag, unit = heapq.heappop(st.queue)
         batch.append((unit, flag))
@@ -207,9 +215,6 @@ def _apply(st: _State, batch: list[tuple[Unit, bool]], ratings: dict[str, float]
             _visit(st, unit, score, fallback=flag)
         else:  # below the threshold, or the model gave it no rating
             st.record(unit, score, "skipped", fallback=flag)
-            key = (-(score or 0.0), -st.prior.get(unit.community_id, 0.0)) if ORDER == "rating" else (
-                -st.prior.get(unit.community_id, 0.0), -(score or 0.0))
-            heapq.heappush(st.below, (*key, unit.level, unit.community_id, unit))
     for parent in dict.fromkeys(touched):
         if st.pending[parent] == 0 and parent not in st.passed and st.fallback != "none":
             _fall_back(st, parent)
@@ -234,7 +239,7 @@ def _fall_back(st: _State, parent: str) -> None:
     kids = [k for k in st.children.get(parent, []) if k.community_id in st.rows]
     if not kids:
         return
-    if st.fallback == "best":
+    if st.fallback in ("best", "budget"):
         best = min(kids, key=lambda k: (-(st.rows[k.community_id].rating or 0.0),
                                         -st.prior.get(k.community_id, 0.0), k.community_id))
         _visit(st, best, st.rows[best.community_id].rating, fallback=True)
@@ -246,19 +251,21 @@ def _fall_back(st: _State, parent: str) -> None:
             st.push(g, st.rows[kid.community_id].rating or 0.0, fallback=True)
 
 
-def _spend(st: _State) -> bool:
-    """Fallback ``budget``: visit the best community rated below the threshold that the budget allows."""
-    while st.below:
-        unit = heapq.heappop(st.below)[-1]
-        mappable = unit.community_id in st.mappable
-        if st.rows[unit.community_id].decision != "skipped" or (mappable and not st.fits(unit.chars)):
+def _fill(st: _State, units: list[Unit]) -> None:
+    """Fallback ``budget``: spend what is left on mapping, best first: units that passed but were not mapped,
+    then the others by prior, then rating (LazyGraphRAG's order: how the community ranks for the query)."""
+    def key(u: Unit) -> tuple:
+        row = st.rows.get(u.community_id)
+        rating = row.rating if row is not None and row.rating is not None else -1.0
+        return (rating < st.threshold, -st.prior.get(u.community_id, 0.0), -rating, u.level,
+                u.community_id)
+
+    for unit in sorted((u for u in units if u.community_id in st.mappable), key=key):
+        row = st.rows.get(unit.community_id)
+        if row is not None and row.selected or not st.fits(unit.chars):
             continue
-        if not mappable and not st.children.get(unit.community_id):
-            continue
-        _visit(st, unit, st.rows[unit.community_id].rating, fallback=True)
-        if st.queue:
-            return True
-    return False
+        st.spent += unit.chars
+        st.record(unit, None if row is None else row.rating, "visited", fallback=True, selected=True)
 
 
 def _truncate(st: _State) -> None:
