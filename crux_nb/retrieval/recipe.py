@@ -13,9 +13,10 @@ from typing import Any
 
 from .._hashing import stable_hash
 from ..errors import CruxError, ParameterError, RetrievalConfigError, RetrievalRunError
-from .hits import to_data
+from ..hits import to_data
 from .results import HitList, RetrievalResult
-from .steps import PRODUCER_KINDS, RESERVED_IDS, Step, retrieve
+from .base import PRODUCER_KINDS, RESERVED_IDS, Step
+from .retriever.step import retrieve
 from .trace import RecipeTrace, StepTrace
 from .types import KnowledgeBinding, PlannedQuery, Request, StepContext, StepInput
 
@@ -82,7 +83,7 @@ class Recipe:
         recipe_id = f"{kb.id}-recipe-{fingerprint[:8]}" if id is None else id
         validate_steps(recipe_id, steps, retriever_id=kb.id, model=model,
                        communities=getattr(kb, "communities_config", None))
-        from .steps import check_int
+        from ..validation import check_int
 
         concurrency = check_int("kb.recipe()", "concurrency", concurrency, minimum=1)
         if executor is not None and not callable(getattr(executor, "submit", None)):
@@ -137,7 +138,7 @@ class Recipe:
 
     def _context(self, request: Request) -> StepContext:
         members = None if self.view is None else frozenset(self.view.resolve().members)
-        communities = getattr(self.kb, "_communities", None)
+        communities = self.kb.communities if self.kb.has_communities else None
         if self.view is not None and communities is not None:
             communities = self.view.communities
         return StepContext(recipe_id=self.id, namespace=self.kb.namespace, request=request, state=self.kb.state,
