@@ -14,11 +14,13 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ...errors import ParameterError, RetrievalRunError
-from ...validation import check_int
+from ..._hashing import canonical_json
+from ...validation import check_choice, check_int
 from ..base import Step
 from ..trace import KnowledgeTrace
 from ..types import StepContext, StepInput, StepOutput
-from .descent import MAX_CALLS, THRESHOLD, AdaptiveTrace, Batch, descend, pack
+from .descent import (BUDGET, FALLBACK, FALLBACKS, MAX_CALLS, THRESHOLD, AdaptiveTrace, Batch, budget_chars, descend,
+                      pack, report_prior)
 from .mapreduce import candidates, reduce
 from .units import Freshness, Unit, auto_detail, resolve, select_detail
 
@@ -64,11 +66,19 @@ class GlobalSearchStep(Step):
     scan: Literal["all", "adaptive"] = "all"
     detail: Literal["auto", "overview", "detailed"] = "auto"
     limit: int = 20
+    threshold: float = THRESHOLD
+    max_calls: int = MAX_CALLS
+    budget: float | int | None = BUDGET
+    fallback: str = FALLBACK
+    prior: str = "reports"
     id: str = "global-search"
     kind: str = "global-search"
     phase: tuple[str, str] = ("queries", "hits")
     needs_model: bool = True
     factory = "global_search"
+    #: parameters beyond the core four, with their defaults; repr and to_dict() show them when changed
+    DEFAULTS = {"threshold": THRESHOLD, "max_calls": MAX_CALLS, "budget": BUDGET, "fallback": FALLBACK,
+                "prior": "reports"}
 
     def __post_init__(self) -> None:
         owner = "global_search()"
@@ -81,9 +91,20 @@ class GlobalSearchStep(Step):
         if not isinstance(self.detail, str) or self.detail not in ("auto", "overview", "detailed"):
             raise ParameterError(owner, "detail", "'auto', 'overview' or 'detailed'", self.detail)
         object.__setattr__(self, "limit", check_int(owner, "limit", self.limit, minimum=1))
+        if isinstance(self.threshold, bool) or not isinstance(self.threshold, (int, float)) or not 0 <= self.threshold <= 100:
+            raise ParameterError(owner, "threshold", "a number in [0, 100]", self.threshold)
+        object.__setattr__(self, "max_calls", check_int(owner, "max_calls", self.max_calls, minimum=0))
+        b = self.budget
+        if b is not None and (isinstance(b, bool) or not isinstance(b, (int, float)) or b <= 0
+                              or isinstance(b, float) and b > 1):
+            raise ParameterError(owner, "budget", "None, a share of scan all's input in (0, 1] (float) or characters "
+                                 "(int >= 1)", b)
+        check_choice(owner, "fallback", self.fallback, FALLBACKS)
+        check_choice(owner, "prior", self.prior, ("reports", "none"))
 
     def config(self) -> dict[str, Any]:
-        return {"model": self.model.name, "scan": self.scan, "detail": self.detail, "limit": self.limit}
+        extra = {k: getattr(self, k) for k, v in self.DEFAULTS.items() if getattr(self, k) != v}
+        return {"model": self.model.name, "scan": self.scan, "detail": self.detail, "limit": self.limit, **extra}
 
     # ----------------------------------------------------------------- plan
     def select(self, context: StepContext, query: str, *, wait: bool, rate: Any = None) -> Selection:
@@ -97,9 +118,13 @@ class GlobalSearchStep(Step):
         available = select_detail(list(freshness.units), detail)
         adaptive, truncations = None, ()
         if self.scan == "adaptive" and rate is not None:
-            visited, adaptive, cut = descend(list(freshness.units), rate, max_calls=MAX_CALLS,
-                                             leaves=detail == "detailed")
-            selected = [u for u in available if u.community_id in visited]
+            units = list(freshness.units)
+            chosen, adaptive, cut = descend(
+                units, rate, leaves=detail == "detailed", threshold=self.threshold, max_calls=self.max_calls,
+                budget=budget_chars(self.budget, available), fallback=self.fallback,
+                prior=report_prior(units, query) if self.prior == "reports" else {},
+                rating_cost=lambda batch: len(canonical_json([query, [u.rating_payload() for u in batch]])))
+            selected = [u for u in available if u.community_id in chosen]
             truncations = tuple(cut)
         else:
             selected = available
@@ -136,7 +161,7 @@ class GlobalSearchStep(Step):
         sel = self.select(context, query, wait=True, rate=rate)
         preflight = Preflight(len(sel.selected), len(sel.batches), sum(b.input_chars for b in sel.batches),
                               len(sel.batches), sel.freshness.coverage, sel.detail, self.scan)
-        _admit(context, preflight)
+        _admit(context, preflight, self.max_calls)
         outputs = self._map(query, sel.batches, log, context.concurrency, context.executor)
         cands = [c for out in outputs for c in candidates(out)]
         cited: dict[str, tuple[str, ...]] = {}
@@ -152,7 +177,7 @@ class GlobalSearchStep(Step):
         warnings = ()
         if self.scan == "adaptive" and sel.available and not sel.selected:
             warnings = (f"global_search adaptive scan selected none of {len(sel.available)} {sel.detail} reports "
-                        f"(no community on the way down was rated {THRESHOLD} or more).",)
+                        f"(fallback={self.fallback!r}, budget={self.budget!r}).",)
         return StepOutput(hits=tuple(hits), knowledge=trace, details=details, warnings=warnings)
 
     def _map(self, query: str, batches: tuple[Batch, ...], log: Any, concurrency: int, executor: Any) -> list[dict]:
@@ -177,26 +202,61 @@ def _view(context: StepContext) -> dict | None:
     return None if view[0] is None else {"id": view[0], "view_revision": view[1]}
 
 
-def _admit(context: StepContext, preflight: Preflight) -> None:
+def _admit(context: StepContext, preflight: Preflight, max_calls: int = MAX_CALLS) -> None:
     admit = context.request.admit
     if admit is not None:
         if admit(preflight.to_dict()) is False:
             raise RetrievalRunError("global_search() was rejected by the request admission hook before map calls.",
                                     code="admission_rejected")
         return
-    if preflight.calls > MAX_CALLS:
+    if preflight.calls > max_calls:
         raise RetrievalRunError(
             f"global_search() estimated {preflight.calls} map calls for {preflight.reports} reports, above the "
-            f"{MAX_CALLS} call ceiling. Remedies: use detail='overview', use scan='adaptive', or search a narrower view.",
+            f"{max_calls} call ceiling. Remedies: use detail='overview', use scan='adaptive', or search a narrower view.",
             code="call_ceiling", hint="or pass admit=lambda estimate: True to accept the cost.")
 
 
 def global_search(*, model: Any, scan: Literal["all", "adaptive"] = "all",
-                  detail: Literal["auto", "overview", "detailed"] = "auto", limit: int = 20) -> GlobalSearchStep:
+                  detail: Literal["auto", "overview", "detailed"] = "auto", limit: int = 20,
+                  threshold: float = THRESHOLD, max_calls: int = MAX_CALLS, budget: float | int | None = BUDGET,
+                  fallback: str = FALLBACK, prior: str = "reports") -> GlobalSearchStep:
     """Map community reports to finding hits for a question about the whole corpus (or a view).
 
+    Parameters
+    ----------
+    model : KnowledgeModel
+        Rates communities (adaptive scan) and maps report batches to findings.
+    scan : {"all", "adaptive"}
+        Map every report of the chosen detail, or run the best-first rated descent.
+    detail : {"auto", "overview", "detailed"}
+        Parent reports, leaf reports, or a choice from the query and the hierarchy.
+    limit : int
+        Finding hits returned.
+    threshold : float
+        Adaptive: the rating (0-100) a community needs to be visited (50, upstream's value).
+    max_calls : int
+        Ceiling on map calls before a run needs ``admit=``, and on rating calls of one descent (32).
+    budget : float, int or None
+        Adaptive: input characters the run may spend on rating and mapping together; a float in (0, 1] is
+        a share of scan all's map input, an int is characters, ``None`` is no budget (default 0.5). Rating
+        calls spend at most 0.3 of it. Reaching it stops the descent with a truncation in the trace.
+    fallback : {"budget", "best", "next-level", "none"}
+        Adaptive: what happens when no child of a visited community passes. ``"best"`` follows the best
+        child anyway; ``"next-level"`` is GraphRAG's rule (rate every grandchild); ``"budget"`` (default)
+        does what ``"best"`` does, then spends what is left of the budget mapping the best remaining
+        reports (passed first, then by prior). Every fallback choice is marked in the trace; any fallback
+        but ``"none"`` maps at least one report.
+    prior : {"reports", "none"}
+        Adaptive: the cheap order among unrated communities, BM25 of the query against each report
+        (no model call), or none (level, then id).
+
+    Examples
+    --------
     >>> from crux_nb.models import OfflineModel
     >>> global_search(model=OfflineModel(), scan="adaptive", limit=12)
     global_search(model='offline', scan='adaptive', detail='auto', limit=12)
+    >>> global_search(model=OfflineModel(), scan="adaptive", budget=0.3, fallback="next-level")
+    global_search(model='offline', scan='adaptive', detail='auto', limit=20, budget=0.3, fallback='next-level')
     """
-    return GlobalSearchStep(model=model, scan=scan, detail=detail, limit=limit)
+    return GlobalSearchStep(model=model, scan=scan, detail=detail, limit=limit, threshold=threshold,
+                            max_calls=max_calls, budget=budget, fallback=fallback, prior=prior)

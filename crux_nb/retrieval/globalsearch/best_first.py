@@ -13,7 +13,9 @@ mappable unit, so an adaptive scan never comes back empty by accident.
 
 ``budget`` caps the input characters of the whole adaptive run, rating and mapping together, in
 upstream's measure (a rating reads title + summary, a map reads title + summary + findings); the
-``max_calls`` ceiling caps rating calls. When either stops the descent, every community still queued
+``max_calls`` ceiling caps rating calls. Rating calls spend at most ``RATING_SHARE`` of the budget (the
+rest is kept for mapping), except the first call, which is always made (so a budget smaller than one
+rating call still gets a model-rated choice; the trace's ``spent_chars`` then exceeds ``budget_chars``). When either stops the descent, every community still queued
 is recorded as ``truncated`` and the truncation names the budget. Every rating, decision, prior and
 fallback choice is in the :class:`AdaptiveTrace`.
 """
@@ -24,7 +26,7 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .gs_units import Unit
+from .units import Unit
 
 THRESHOLD = 50
 MAX_CALLS = 32
@@ -83,7 +85,7 @@ def budget_chars(budget: float | int | None, units: list[Unit]) -> int | None:
 
 def report_prior(units: list[Unit], query: str) -> dict[str, float]:
     """BM25 of ``query`` against each unit's report text (idf over all units), 0..100 (no model call)."""
-    from ..models.text import BM25, terms
+    from ...models.text import BM25, terms
 
     docs = [terms(" ".join([u.title, u.summary, *(f.statement for f in u.findings)])) for u in units]
     return dict(zip((u.community_id for u in units), BM25(docs).scaled(terms(query)))) if units else {}
@@ -191,7 +193,8 @@ def _next_batch(st: _State) -> list[tuple[Unit, bool]]:
     while st.queue and len(batch) < RATING_BATCH:
         unit = st.queue[0][-1]
         cost = st.cost([u for u, _ in batch] + [unit])
-        if not st.fits(cost) or st.rating_budget is not None and st.rating_spent + cost > st.rating_budget:
+        over = not st.fits(cost) or st.rating_budget is not None and st.rating_spent + cost > st.rating_budget
+        if over and st.calls > 0:  # the first call is always made: a descent that rates nothing is not adaptive
             break
         *_, flag, unit = heapq.heappop(st.queue)
         batch.append((unit, flag))
