@@ -184,3 +184,20 @@ def test_offline_rating_option_keeps_the_default_fingerprint():
     assert OfflineModel(rating="bm25").fingerprint != OfflineModel().fingerprint
     with pytest.raises(ParameterError):
         OfflineModel(rating="llm")
+
+
+def test_the_best_rated_is_mapped_first_when_the_budget_allows_one():
+    rate = Rater({"a": 80, "b": 10, "a1": 60, "a2": 95})
+    tree = [unit(c, p, "x" * 200 if c in ("a1", "a2") else "") for c, p in TREE.items()]
+    ratings_cost = 2 * 16 + 2 * 18  # the calls [a, b] and [a1, a2]: title + summary characters
+    budget = ratings_cost + tree[3].chars + 1  # room for the two calls and one leaf
+    assert RATING_SHARE * budget >= ratings_cost
+    selected, trace, cut = descend(tree, rate, budget=budget, fallback="none")
+    assert rate.calls == [["a", "b"], ["a1", "a2"]]
+    assert selected == {"a2"}  # rated 95, mapped before a1 (60), which shared its call
+    assert any(c["kind"] == "adaptive-map" and c["community_ids"] == ["a1"] for c in cut)
+
+
+def test_guard_maps_one_report_even_past_a_tiny_budget():
+    selected, trace, _ = descend(units(), Rater({"a": 10, "b": 10}), budget=1, fallback="budget")
+    assert len(selected) == 1 and trace.spent_chars > trace.budget_chars == 1

@@ -9,7 +9,7 @@ and if it is one of the units the detail maps (leaves for ``detailed``, parents 
 fallback decides (``"best"``: follow the best child anyway, by rating then prior; ``"next-level"``:
 GraphRAG's dynamic-selection rule, queue every grandchild; ``"none"``: stop there). If the descent
 ends with nothing selected, any fallback but ``"none"`` selects the best-rated (then best-prior)
-mappable unit, so an adaptive scan never comes back empty by accident.
+mappable unit, even past the budget, so an adaptive scan never comes back empty by accident.
 
 ``budget`` caps the input characters of the whole adaptive run, rating and mapping together, in
 upstream's measure (a rating reads title + summary, a map reads title + summary + findings); the
@@ -207,7 +207,13 @@ def _next_batch(st: _State) -> list[tuple[Unit, bool]]:
 def _apply(st: _State, batch: list[tuple[Unit, bool]], ratings: dict[str, float]) -> None:
     """Record a rated batch, visit what passes, then run the fallback for parents left with no passing child."""
     touched = []
-    for unit, flag in batch:
+
+    def best(item: tuple[Unit, bool]) -> tuple:  # the best-rated first, so they are the first to be mapped
+        rating = ratings.get(item[0].community_id)
+        return (-(float(rating) if rating is not None else -1.0), -st.prior.get(item[0].community_id, 0.0),
+                item[0].community_id)
+
+    for unit, flag in sorted(batch, key=best):
         rating = ratings.get(unit.community_id)
         score = None if rating is None else float(rating)
         parent = FOREST if unit.parent_id is None else unit.parent_id
@@ -281,10 +287,11 @@ def _truncate(st: _State) -> None:
 
 
 def _guard(st: _State, units: list[Unit]) -> None:
-    """Nothing selected: map the best-rated, then best-prior, mappable unit that fits (never empty by accident)."""
+    """Nothing selected: map the best-rated, then best-prior, mappable unit (never empty by accident), even
+    past the budget: one report is the least an answer needs (``spent_chars`` then shows the overrun)."""
     if st.fallback == "none" or any(r.selected for r in st.rows.values()):
         return
-    candidates = [u for u in units if u.community_id in st.mappable and st.fits(u.chars)]
+    candidates = [u for u in units if u.community_id in st.mappable]
     if not candidates:
         return
 

@@ -245,7 +245,7 @@ def global_search(*, model: Any, scan: Literal["all", "adaptive"] = "all",
         child anyway; ``"next-level"`` is GraphRAG's rule (rate every grandchild); ``"budget"`` (default)
         does what ``"best"`` does, then spends what is left of the budget mapping the best remaining
         reports (passed first, then by prior). Every fallback choice is marked in the trace; any fallback
-        but ``"none"`` maps at least one report.
+        but ``"none"`` maps at least one report, even past the budget.
     prior : {"reports", "none"}
         Adaptive: the cheap order among unrated communities, BM25 of the query against each report
         (no model call), or none (level, then id).
