@@ -30,17 +30,18 @@ ratio of the mean input characters over the questions, adaptive / all <= 0.5 --
 while keeping at least 80% of its top-10 findings (mean overlap@10 >= 0.8).
 Judged separately for each detail.
 
-Adaptive descent rates the root's children in batches and descends into the
-children rated >= 50, so its savings and its losses depend on the hierarchy's
-shape and on the offline model's ratings; the report describes both (levels,
-leaves, the root's children, the rating distribution, where scan all's top-10
-findings sit) and, in the full run, how the result moves with the rating
-threshold (informational: ``crux_nb.retrieval.globalsearch.descent.THRESHOLD`` is patched
-in this process only and restored afterwards).
+Adaptive is the best-first rated descent (threshold, budget, fallback and prior
+are step parameters), so its savings and its losses depend on the hierarchy's
+shape, the offline model's ratings and the prior; the report describes them
+(levels, leaves, the root's children, the rating distribution, where scan all's
+top-10 findings sit) and runs the same questions on GraphRAG's own index of the
+book (``crux_nb.io.read_graphrag``), against the previous rule (descend at >= 50,
+no fallback, no budget, BM25-scaled ratings) in the same run, and, in the full
+run, over a range of budgets (the cost/kept curve).
 
 Usage::
 
-    .venv/bin/python bench/global_search.py            # all questions, both details (about half a minute)
+    .venv/bin/python bench/global_search.py            # all questions, both details (a few minutes)
     .venv/bin/python bench/global_search.py --small    # first 3 questions, detailed only
 
 Exit status: 0 on success (whether or not the target is met), 1 when the
@@ -69,7 +70,6 @@ from crux_nb.io import read_graphrag  # noqa: E402
 from crux_nb.models import OfflineModel  # noqa: E402
 from crux_nb.models.text import terms  # noqa: E402
 from crux_nb.retrieval import global_search  # noqa: E402
-from crux_nb.retrieval.globalsearch import descent  # noqa: E402
 
 from _common import (OUT_DIR, Phases, load_average, machine_info, markdown_table,  # noqa: E402
                      peak_rss_mb, write_summary, write_text)
@@ -89,6 +89,7 @@ LIMIT = 10
 DETAILS = ("detailed", "overview")
 MAX_CHAR_RATIO = 0.5
 MIN_OVERLAP = 0.8
+THRESHOLD = 50  # the step's default threshold
 SUMMARY_COLUMNS = ("detail", "questions", "calls all", "calls adaptive", "map calls adaptive", "rating calls adaptive",
                    "input chars all", "input chars adaptive", "ratio", "overlap@10", "target")
 
@@ -420,7 +421,7 @@ def per_question_table(pairs: list[Pair], h: Hierarchy) -> str:
         a, b = p.all, p.adaptive
         kids = sorted(h.children.get(h.root, []), key=lambda c: -h.n_chunks[c])
         kid_ratings = " ".join(f"{b.ratings[c]:.0f}" if c in b.ratings else "-" for c in kids)
-        above = sum(r >= descent.THRESHOLD for r in b.ratings.values())
+        above = sum(r >= THRESHOLD for r in b.ratings.values())
         rows.append([p.question.id, p.detail, a.total_calls, f"{a.chars:,}", b.rating_calls, b.map_calls,
                      f"{b.rate_chars:,}", f"{b.map_chars:,}", f"{b.chars:,}", f3(p.ratio),
                      f"{a.reports}/{b.reports}", f"{len(a.statements)}/{len(b.statements)}", f3(p.overlap),
@@ -465,7 +466,7 @@ def root_children_table(h: Hierarchy, pairs: list[Pair]) -> str:
         leaves = sum(1 for x in h.leaves if h.top(x) == c)
         rows.append([f"`{c}`", h.level[c], "parent" if h.children.get(c) else "leaf", h.n_chunks[c], leaves,
                      f"{h.report_chars[c]:,}", f1(mean(rs)), f1(min(rs) if rs else math.nan),
-                     f1(max(rs) if rs else math.nan), f"{sum(r >= descent.THRESHOLD for r in rs)}/{len(rs)}",
+                     f1(max(rs) if rs else math.nan), f"{sum(r >= THRESHOLD for r in rs)}/{len(rs)}",
                      f"{top10[c]} ({top10[c] / n_top:.0%})" if n_top else "-"])
     return markdown_table(headers, rows)
 
@@ -541,7 +542,7 @@ def calibration_table(pairs_by_rater: dict[str, list[Pair]], hs: dict[str, Hiera
         for (bucket, rel), vs in sorted(cells.items()):
             vs = sorted(vs)
             rows.append([tree, rater, bucket, "relevant" if rel else "irrelevant", len(vs), f1(vs[len(vs) // 2]),
-                         f"{sum(v >= descent.THRESHOLD for v in vs) / len(vs):.2f}"])
+                         f"{sum(v >= THRESHOLD for v in vs) / len(vs):.2f}"])
     return markdown_table(["tree", "rater", "question length", "community", "ratings", "median", "share >= 50"], rows,
                           align=["l", "l", "l", "l", "r", "r", "r"])
 
@@ -626,7 +627,7 @@ def build_report(*, label: str, pairs: list[Pair], summaries: list[Summary], h: 
         *hierarchy_lines(h),
         "",
         "The root's children, their ratings over the questions (adaptive rates them in the first call; only those "
-        f"rated >= {descent.THRESHOLD} are descended into) and where scan all's detailed top-10 findings sit:",
+        f"rated >= {THRESHOLD} are descended into) and where scan all's detailed top-10 findings sit:",
         "",
         root_children_table(h, pairs),
         "",

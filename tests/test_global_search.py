@@ -252,8 +252,8 @@ def test_adaptive_descent_rates_children_and_records_every_decision(built):
 
 
 def test_adaptive_truncation_is_recorded(built, monkeypatch):
-    hits, trace = built.recipe(steps=[global_search(model=OfflineModel(), scan="adaptive", detail="overview",
-                                                    max_calls=0)]).retrieve_with_trace(Q, admit=lambda e: True)
+    hits, trace = built.recipe(steps=[global_search(model=OfflineModel(), scan="adaptive", detail="overview", max_calls=0)]
+                               ).retrieve_with_trace(Q, admit=lambda e: True)
     k = trace.steps[0].knowledge
     assert k.truncations and k.truncations[0]["kind"] == "adaptive-descent"
     assert {r.decision for r in k.adaptive.skipped} == {"truncated"}

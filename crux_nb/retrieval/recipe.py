@@ -33,6 +33,11 @@ def validate_steps(recipe_id: Any, steps: list[Any], *, retriever_id: str, model
         raise RetrievalConfigError(
             f'Retrieval recipe has more than one producer step: "{producers[0].id}" and "{producers[1].id}". '
             "Use exactly one of retrieve() or global_search().", code="invalid_step_order")
+    ids = [s.id for s in steps]
+    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    if repeated:  # traces, trace.step(id) and the widgets address steps by id
+        raise RetrievalConfigError(f'Retrieval recipe has more than one step with id "{repeated[0]}".',
+                                   code="duplicate_step_id", hint="pass id=... to one of the step factories.")
     current = "queries"
     for step in steps:
         if not step.builtin and step.id in RESERVED_IDS:

@@ -15,8 +15,8 @@ from typing import Any, Literal
 
 from ...errors import ParameterError, RetrievalRunError
 from ..._hashing import canonical_json
-from ...validation import check_choice, check_int
-from ..base import Step
+from ...validation import MODEL_TASKS, check_choice, check_int, check_name, check_number
+from ..base import Step, changed
 from ..trace import KnowledgeTrace
 from ..types import StepContext, StepInput, StepOutput
 from .descent import (BUDGET, FALLBACK, FALLBACKS, MAX_CALLS, THRESHOLD, AdaptiveTrace, Batch, budget_chars, descend,
@@ -78,22 +78,20 @@ class GlobalSearchStep(Step):
     factory = "global_search"
     #: parameters beyond the core four, with their defaults; repr and to_dict() show them when changed
     DEFAULTS = {"threshold": THRESHOLD, "max_calls": MAX_CALLS, "budget": BUDGET, "fallback": FALLBACK,
-                "prior": "reports"}
+                "prior": "reports", "id": "global-search"}
 
     def __post_init__(self) -> None:
         owner = "global_search()"
-        from ...community.config import MODEL_METHODS
-
-        if self.model is None or not all(callable(getattr(self.model, m, None)) for m in MODEL_METHODS):
+        if self.model is None or not all(callable(getattr(self.model, m, None)) for m in MODEL_TASKS):
             raise ParameterError(owner, "model", "a knowledge model (e.g. crux_nb.models.OfflineModel())", self.model)
         if not isinstance(self.scan, str) or self.scan not in ("all", "adaptive"):
             raise ParameterError(owner, "scan", "'all' or 'adaptive'", self.scan)
         if not isinstance(self.detail, str) or self.detail not in ("auto", "overview", "detailed"):
             raise ParameterError(owner, "detail", "'auto', 'overview' or 'detailed'", self.detail)
         object.__setattr__(self, "limit", check_int(owner, "limit", self.limit, minimum=1))
-        if isinstance(self.threshold, bool) or not isinstance(self.threshold, (int, float)) or not 0 <= self.threshold <= 100:
-            raise ParameterError(owner, "threshold", "a number in [0, 100]", self.threshold)
+        check_number(owner, "threshold", self.threshold, minimum=0, maximum=100)
         object.__setattr__(self, "max_calls", check_int(owner, "max_calls", self.max_calls, minimum=0))
+        check_name(owner, "id", self.id)
         b = self.budget
         if b is not None and (isinstance(b, bool) or not isinstance(b, (int, float)) or b <= 0
                               or isinstance(b, float) and b > 1):
@@ -103,8 +101,8 @@ class GlobalSearchStep(Step):
         check_choice(owner, "prior", self.prior, ("reports", "none"))
 
     def config(self) -> dict[str, Any]:
-        extra = {k: getattr(self, k) for k, v in self.DEFAULTS.items() if getattr(self, k) != v}
-        return {"model": self.model.name, "scan": self.scan, "detail": self.detail, "limit": self.limit, **extra}
+        return {"model": self.model.name, "scan": self.scan, "detail": self.detail, "limit": self.limit,
+                **changed(self, self.DEFAULTS)}
 
     # ----------------------------------------------------------------- plan
     def select(self, context: StepContext, query: str, *, wait: bool, rate: Any = None) -> Selection:
@@ -202,7 +200,7 @@ def _view(context: StepContext) -> dict | None:
     return None if view[0] is None else {"id": view[0], "view_revision": view[1]}
 
 
-def _admit(context: StepContext, preflight: Preflight, max_calls: int = MAX_CALLS) -> None:
+def _admit(context: StepContext, preflight: Preflight, max_calls: int) -> None:
     admit = context.request.admit
     if admit is not None:
         if admit(preflight.to_dict()) is False:
@@ -219,7 +217,7 @@ def _admit(context: StepContext, preflight: Preflight, max_calls: int = MAX_CALL
 def global_search(*, model: Any, scan: Literal["all", "adaptive"] = "all",
                   detail: Literal["auto", "overview", "detailed"] = "auto", limit: int = 20,
                   threshold: float = THRESHOLD, max_calls: int = MAX_CALLS, budget: float | int | None = BUDGET,
-                  fallback: str = FALLBACK, prior: str = "reports") -> GlobalSearchStep:
+                  fallback: str = FALLBACK, prior: str = "reports", id: str = "global-search") -> GlobalSearchStep:
     """Map community reports to finding hits for a question about the whole corpus (or a view).
 
     Parameters
@@ -249,6 +247,8 @@ def global_search(*, model: Any, scan: Literal["all", "adaptive"] = "all",
     prior : {"reports", "none"}
         Adaptive: the cheap order among unrated communities, BM25 of the query against each report
         (no model call), or none (level, then id).
+    id : str
+        The step id in traces (default ``"global-search"``).
 
     Examples
     --------
@@ -257,6 +257,8 @@ def global_search(*, model: Any, scan: Literal["all", "adaptive"] = "all",
     global_search(model='offline', scan='adaptive', detail='auto', limit=12)
     >>> global_search(model=OfflineModel(), scan="adaptive", budget=0.3, fallback="next-level")
     global_search(model='offline', scan='adaptive', detail='auto', limit=20, budget=0.3, fallback='next-level')
+    >>> global_search(model=OfflineModel(), scan="adaptive", threshold=60).to_dict()["config"]["threshold"]
+    60
     """
     return GlobalSearchStep(model=model, scan=scan, detail=detail, limit=limit, threshold=threshold,
-                            max_calls=max_calls, budget=budget, fallback=fallback, prior=prior)
+                            max_calls=max_calls, budget=budget, fallback=fallback, prior=prior, id=id)
