@@ -448,8 +448,9 @@ def hierarchy_lines(h: Hierarchy) -> list[str]:
     if big is not None:
         lines.append(f"- The root has {len(kids)} children; the largest, `{big}` (level {h.level[big]}), holds "
                      f"{h.n_chunks[big]} of {h.total_chunks} chunks ({h.n_chunks[big] / h.total_chunks:.1%}) and "
-                     f"{sum(1 for c in h.leaves if h.top(c) == big)} of the {len(h.leaves)} leaves, so adaptive "
-                     "reaches almost every leaf only through that one rating.")
+                     f"{sum(1 for c in h.leaves if h.top(c) == big)} of the {len(h.leaves)} leaves"
+                     + (", so adaptive reaches most leaves only through that one rating."
+                        if h.n_chunks[big] > h.total_chunks / 2 else "."))
     return lines
 
 
