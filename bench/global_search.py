@@ -30,16 +30,18 @@ ratio of the mean input characters over the questions, adaptive / all <= 0.5 --
 while keeping at least 80% of its top-10 findings (mean overlap@10 >= 0.8).
 Judged separately for each detail.
 
-Adaptive descent rates the root's children in batches and descends into the
-children rated >= 50, so its savings and its losses depend on the hierarchy's
-shape and on the offline model's ratings; the report describes both (levels,
-leaves, the root's children, the rating distribution, where scan all's top-10
-findings sit) and, in the full run, how the result moves with the rating
-threshold (informational: the sweep passes ``global_search(..., threshold=t)``).
+Adaptive is the best-first rated descent (threshold, budget, fallback and prior
+are step parameters), so its savings and its losses depend on the hierarchy's
+shape, the offline model's ratings and the prior; the report describes them
+(levels, leaves, the root's children, the rating distribution, where scan all's
+top-10 findings sit) and runs the same questions on GraphRAG's own index of the
+book (``crux_nb.io.read_graphrag``), against the previous rule (descend at >= 50,
+no fallback, no budget, BM25-scaled ratings) in the same run, and, in the full
+run, over a range of budgets (the cost/kept curve).
 
 Usage::
 
-    .venv/bin/python bench/global_search.py            # all questions, both details (about half a minute)
+    .venv/bin/python bench/global_search.py            # all questions, both details (a few minutes)
     .venv/bin/python bench/global_search.py --small    # first 3 questions, detailed only
 
 Exit status: 0 on success (whether or not the target is met), 1 when the
@@ -64,7 +66,9 @@ if str(ROOT) not in sys.path:
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import crux_nb  # noqa: E402
+from crux_nb.io import read_graphrag  # noqa: E402
 from crux_nb.models import OfflineModel  # noqa: E402
+from crux_nb.models.text import terms  # noqa: E402
 from crux_nb.retrieval import global_search  # noqa: E402
 
 from _common import (OUT_DIR, Phases, load_average, machine_info, markdown_table,  # noqa: E402
@@ -74,15 +78,18 @@ SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 BOOK_PATH = SHARED_DATA / "christmas-carol" / "a-christmas-carol.txt"
 QUESTIONS_PATH = Path(__file__).resolve().parent / "carol_global_questions.csv"
 MIN_QUESTIONS = 12
+FOREST_ROOT = "(forest)"
+GRAPHRAG_PATH = SHARED_DATA / "graphrag-christmas-carol"
+BUDGETS = (0.2, 0.3, 0.4, 0.5, 0.7, 1.0)  # cost/kept curve (full run only); 0.5 is the default
+#: the rule before this change, for the same-run baseline: rate level by level, descend at >= 50, no fallback,
+#: no budget, BM25-scaled ratings
+PREVIOUS = {"fallback": "none", "budget": None, "prior": "none"}
 SMALL_QUESTIONS = 3
 LIMIT = 10
 DETAILS = ("detailed", "overview")
 MAX_CHAR_RATIO = 0.5
 MIN_OVERLAP = 0.8
-import inspect  # noqa: E402
-
-THRESHOLD = inspect.signature(global_search).parameters["threshold"].default  # the step's default (50)
-THRESHOLDS = (50, 40, 30, 20, 10, 0)  # sensitivity sweep (full run only); 50 is crux_nb's value
+THRESHOLD = 50  # the step's default threshold
 SUMMARY_COLUMNS = ("detail", "questions", "calls all", "calls adaptive", "map calls adaptive", "rating calls adaptive",
                    "input chars all", "input chars adaptive", "ratio", "overlap@10", "target")
 
@@ -162,18 +169,26 @@ def hierarchy(kb: Any) -> Hierarchy:
         if p is not None:
             children.setdefault(p, []).append(c)
     roots = [c for c, p in parent.items() if p is None]
-    if len(roots) != 1:
-        raise AssertionError(f"expected one root community, found {roots}")
+    levels = dict(zip(frame["community_id"], (int(x) for x in frame["level"])))
+    sizes = dict(zip(frame["community_id"], (int(x) for x in frame["n_chunks"])))
+    if not roots:
+        raise AssertionError("no root community")
+    if len(roots) > 1:  # a forest (GraphRAG's index): a virtual root above its top-level communities
+        for r in roots:
+            parent[r] = FOREST_ROOT
+        children[FOREST_ROOT] = list(roots)
+        parent[FOREST_ROOT], levels[FOREST_ROOT] = None, max(levels.values()) + 1
+        sizes[FOREST_ROOT] = int(kb.summary()["chunks"])
+        roots = [FOREST_ROOT]
     chars = {c: len(r.title) + len(r.summary) + sum(len(f.statement) for f in r.findings) for c, r in reports.items()}
+    chars.setdefault(FOREST_ROOT, 0)
     holders: dict[str, set[str]] = {}
     for c, r in reports.items():
         for f in r.findings:
             holders.setdefault(normalise(f.statement), set()).add(c)
-    return Hierarchy(roots[0], parent, {p: sorted(cs) for p, cs in children.items()},
-                     dict(zip(frame["community_id"], (int(x) for x in frame["level"]))),
-                     dict(zip(frame["community_id"], (int(x) for x in frame["n_chunks"]))),
-                     chars, {c: len(r.title) + len(r.summary) for c, r in reports.items()},
-                     {c: len(r.findings) for c, r in reports.items()},
+    heads = {c: len(r.title) + len(r.summary) for c, r in reports.items()} | {FOREST_ROOT: 0}
+    return Hierarchy(roots[0], parent, {p: sorted(cs) for p, cs in children.items()}, levels, sizes, chars, heads,
+                     {c: len(r.findings) for c, r in reports.items()} | {FOREST_ROOT: 0},
                      {k: frozenset(v) for k, v in holders.items()}, int(kb.summary()["chunks"]))
 
 
@@ -237,8 +252,8 @@ class Run:
         return self.map_chars + self.rate_chars
 
 
-def ask(kb: Any, model: Any, question: str, *, scan: str, detail: str, threshold: float = THRESHOLD) -> Run:
-    recipe = kb.recipe(steps=[global_search(model=model, scan=scan, detail=detail, limit=LIMIT, threshold=threshold)])
+def ask(kb: Any, model: Any, question: str, *, scan: str, detail: str, params: dict | None = None) -> Run:
+    recipe = kb.recipe(steps=[global_search(model=model, scan=scan, detail=detail, limit=LIMIT, **(params or {}))])
     hits, trace = recipe.retrieve_with_trace(question)
     k = trace.step("global-search").knowledge
     if k.detail != detail or k.scan != scan:
@@ -363,18 +378,19 @@ def summary_table(summaries: list[Summary]) -> str:
     return markdown_table(SUMMARY_COLUMNS, rows)
 
 
-def summary_rows(summaries: list[Summary]) -> list[dict[str, Any]]:
+def summary_rows(summaries: list[Summary], tree: str = "crux_nb") -> list[dict[str, Any]]:
     """Per detail: input characters adaptive vs scan all and overlap@10 (the two halves of the target, each
     with its own verdict), and model calls per question (information)."""
     rows = []
+    on = "" if tree == "crux_nb" else f", {tree} index"
     for s in summaries:
         rows += [
-            {"measure": f"input chars per question, adaptive, detail={s.detail}", "ours": s.chars_adaptive,
+            {"measure": f"input chars per question, adaptive, detail={s.detail}{on}", "ours": s.chars_adaptive,
              "baseline": s.chars_all, "baseline_name": "scan all (same run)", "target": f"ratio <= {MAX_CHAR_RATIO:g}",
              "verdict": "pass" if s.chars_ok else "miss"},
-            {"measure": f"overlap@10 with scan all's top 10 (share), adaptive, detail={s.detail}", "ours": s.overlap,
+            {"measure": f"overlap@10 with scan all's top 10 (share), adaptive, detail={s.detail}{on}", "ours": s.overlap,
              "target": f"ours >= {MIN_OVERLAP:g}", "verdict": "pass" if s.overlap_ok else "miss"},
-            {"measure": f"model calls per question, adaptive, detail={s.detail}", "ours": s.calls_adaptive,
+            {"measure": f"model calls per question, adaptive, detail={s.detail}{on}", "ours": s.calls_adaptive,
              "baseline": s.calls_all, "baseline_name": "scan all (same run)"},
         ]
     return rows
@@ -432,8 +448,9 @@ def hierarchy_lines(h: Hierarchy) -> list[str]:
     if big is not None:
         lines.append(f"- The root has {len(kids)} children; the largest, `{big}` (level {h.level[big]}), holds "
                      f"{h.n_chunks[big]} of {h.total_chunks} chunks ({h.n_chunks[big] / h.total_chunks:.1%}) and "
-                     f"{sum(1 for c in h.leaves if h.top(c) == big)} of the {len(h.leaves)} leaves, so adaptive "
-                     "reaches almost every leaf only through that one rating.")
+                     f"{sum(1 for c in h.leaves if h.top(c) == big)} of the {len(h.leaves)} leaves"
+                     + (", so adaptive reaches most leaves only through that one rating."
+                        if h.n_chunks[big] > h.total_chunks / 2 else "."))
     return lines
 
 
@@ -489,13 +506,93 @@ def oracle_table(pairs: list[Pair], h: Hierarchy, details: tuple[str, ...]) -> s
                           align=["l", "l"] + ["r"] * 5)
 
 
-def sweep_table(rows: list[list[Any]]) -> str:
-    return markdown_table(["threshold", "detail", "rating calls", "map calls", "input chars adaptive", "ratio",
-                           "overlap@10", "target"], rows)
+COMPARE = ["rating calls", "map calls", "input chars all", "input chars adaptive", "ratio", "overlap@10", "target"]
+
+
+def compare_cells(s: Summary) -> list[Any]:
+    return [s.detail, f1(s.rating_calls_adaptive), f1(s.map_calls_adaptive), f1(s.chars_all), f1(s.chars_adaptive),
+            f3(s.ratio), f3(s.overlap), s.verdict]
+
+
+def relevant_ids(h: Hierarchy, p: Pair) -> set[str]:
+    """Communities holding one of scan all's top-10 findings, and their ancestors."""
+    out: set[str] = set()
+    for c in p.all.communities[:LIMIT]:
+        while c is not None and c not in out:
+            out.add(c)
+            c = h.parent.get(c)
+    return out
+
+
+def length_bucket(question: str) -> str:
+    n = len(set(terms(question)))
+    return "short (<= 4 terms)" if n <= 4 else ("medium (5-6)" if n <= 6 else "long (>= 7)")
+
+
+def calibration_table(pairs_by_rater: dict[str, list[Pair]], hs: dict[str, Hierarchy]) -> str:
+    """Ratings the detailed descents asked for: relevant vs irrelevant communities, by question length."""
+    rows = []
+    for (tree, rater), ps in pairs_by_rater.items():
+        cells: dict[tuple[str, bool], list[float]] = {}
+        for p in ps:
+            if p.detail != "detailed" or not p.all.communities:
+                continue
+            rel = relevant_ids(hs[tree], p)
+            for c, r in p.adaptive.ratings.items():
+                cells.setdefault((length_bucket(p.question.question), c in rel), []).append(r)
+        for (bucket, rel), vs in sorted(cells.items()):
+            vs = sorted(vs)
+            rows.append([tree, rater, bucket, "relevant" if rel else "irrelevant", len(vs), f1(vs[len(vs) // 2]),
+                         f"{sum(v >= THRESHOLD for v in vs) / len(vs):.2f}"])
+    return markdown_table(["tree", "rater", "question length", "community", "ratings", "median", "share >= 50"], rows,
+                          align=["l", "l", "l", "l", "r", "r", "r"])
+
+
+def extra_sections(*, trees, summaries, gh, previous, bm25, curve, details) -> list[str]:
+    headers = ["tree", "setting", "detail", *COMPARE]
+    rows = []
+    for t, _, _ in trees:
+        for d in details:
+            rows.append([t, "default", *compare_cells(next(s for s in summaries[t] if s.detail == d))])
+            rows.append([t, "previous rule", *compare_cells(summarise(previous[t], d))])
+            rows.append([t, "default, bm25-scale rater", *compare_cells(summarise(bm25[t], d))])
+    lines = [
+        "## Both trees, against the previous rule (same run)",
+        "",
+        "Default: `global_search(scan='adaptive')` with its defaults (best-first descent, threshold 50, budget 0.5, "
+        "fallback 'budget', prior 'reports', calibrated offline rater). Previous rule: "
+        f"`{PREVIOUS}` with `OfflineModel(rating='bm25')` (descend at >= 50, no fallback, no budget, BM25-scaled "
+        "ratings). GraphRAG: the index in `graphrag-christmas-carol/` read with `crux_nb.io.read_graphrag` "
+        "(LLM-written reports; a forest, its top-level communities are rated first).",
+        "",
+        markdown_table(headers, rows, align=["l", "l", "l"] + ["r"] * len(COMPARE)),
+        "",
+        "## GraphRAG index: hierarchy",
+        "",
+        *hierarchy_lines(gh),
+        "",
+        "## Calibrated ratings",
+        "",
+        "Every rating the detailed default descents asked for; relevant = holds one of scan all's top-10 findings "
+        "or is an ancestor of one that does. The calibrated rater should put relevant communities above 50 and "
+        "irrelevant ones below, alike for short and long questions.",
+        "",
+        calibration_table({**{(t, "calibrated"): ps for t, _, ps in trees},
+                           **{(t, "bm25"): bm25[t] for t, _, _ in trees}},
+                          {"crux_nb": hierarchy(trees[0][1]), "graphrag": gh}),
+        "",
+    ]
+    if curve:
+        lines += ["## Cost/kept over the budget", "",
+                  "The default run with `budget=` each value (a share of scan all's map input); rating calls spend "
+                  "at most 0.3 of it.", "",
+                  markdown_table(["tree", "budget", "detail", *COMPARE], curve,
+                                 align=["l", "r", "l"] + ["r"] * len(COMPARE)), ""]
+    return lines
 
 
 def build_report(*, label: str, pairs: list[Pair], summaries: list[Summary], h: Hierarchy, questions: list[Question],
-                 sweep: list[list[Any]], kb_summary: str, phases: Phases, load_start: str, total_s: float) -> str:
+                 extra: list[str], kb_summary: str, phases: Phases, load_start: str, total_s: float) -> str:
     build_rows = [[name, f"{sec:,.2f}", f"{phases.peak_mb[name]:,.0f}"] for name, sec in phases.seconds.items()]
     info = machine_info(["pandas", "numpy", "igraph"])
     info["crux_nb"] = crux_nb.__version__
@@ -554,16 +651,7 @@ def build_report(*, label: str, pairs: list[Pair], summaries: list[Summary], h: 
         oracle_table(pairs, h, tuple(s.detail for s in summaries)),
         "",
     ]
-    if sweep:
-        lines += [
-            "## Threshold sensitivity (informational, not the target)",
-            "",
-            "The same adaptive runs with `global_search(..., threshold=t)` (crux_nb's default is "
-            "50). Means over the questions; ratio and overlap against the scan all runs above.",
-            "",
-            sweep_table(sweep),
-            "",
-        ]
+    lines += list(extra)
     lines += [
         "## Per question",
         "",
@@ -617,35 +705,48 @@ def run(*, small: bool, out_path: Path, sweep: bool) -> str:
                                   ask(kb, model, q.question, scan="adaptive", detail=detail)))
     summaries = [summarise(pairs, d) for d in details]
 
-    sweep_rows: list[list[Any]] = []
+    with phases("read_graphrag (GraphRAG's index of the same book)"):
+        gkb = read_graphrag(GRAPHRAG_PATH, id="graphrag")
+    gh = hierarchy(gkb)
+    with phases(f"ask GraphRAG index: {len(questions)} questions x {len(details)} details x 2 scans"):
+        gpairs = [Pair(q, d, ask(gkb, model, q.question, scan="all", detail=d),
+                       ask(gkb, model, q.question, scan="adaptive", detail=d)) for q in questions for d in details]
+    gsummaries = [summarise(gpairs, d) for d in details]
+    trees = (("crux_nb", kb, pairs), ("graphrag", gkb, gpairs))
+    with phases("previous rule and bm25-scale baselines (same run)"):
+        previous = {t: [Pair(p.question, p.detail, p.all, ask(k, OfflineModel(rating="bm25"), p.question.question,
+                                                                scan="adaptive", detail=p.detail, params=PREVIOUS))
+                        for p in ps] for t, k, ps in trees}
+        bm25 = {t: [Pair(p.question, p.detail, p.all, ask(k, OfflineModel(rating="bm25"), p.question.question,
+                                                            scan="adaptive", detail=p.detail))
+                    for p in ps] for t, k, ps in trees}
+    curve: list[list[Any]] = []
     if sweep:
-        with phases(f"threshold sweep: {len(THRESHOLDS)} thresholds x {len(questions)} x {len(details)}"):
-            for threshold in THRESHOLDS:
-                for detail in details:
-                    base = [p for p in pairs if p.detail == detail]
-                    swept = [Pair(p.question, detail, p.all,
-                                  ask(kb, model, p.question.question, scan="adaptive", detail=detail,
-                                      threshold=threshold))
-                             for p in base]
-                    s = summarise(swept, detail)
-                    sweep_rows.append([threshold, detail, f1(s.rating_calls_adaptive), f1(s.map_calls_adaptive),
-                                       f1(s.chars_adaptive), f3(s.ratio), f3(s.overlap), s.verdict])
-
+        with phases(f"budget curve: {len(BUDGETS)} budgets x 2 trees x {len(questions)} x {len(details)}"):
+            for t, k, ps in trees:
+                for budget in BUDGETS:
+                    for d in details:
+                        swept = [Pair(p.question, d, p.all, ask(k, model, p.question.question, scan="adaptive",
+                                                                 detail=d, params={"budget": budget}))
+                                 for p in ps if p.detail == d]
+                        curve.append([t, budget, *compare_cells(summarise(swept, d))])
+    extra = extra_sections(trees=trees, summaries={"crux_nb": summaries, "graphrag": gsummaries}, gh=gh,
+                           previous=previous, bm25=bm25, curve=curve, details=details)
     s = kb.summary()
     kb_summary = f"{s['chunks']} chunks (chunk_size {kb.chunk_size}), {s['entities']} entities, {s['edges']} edges"
     text = build_report(label="small" if small else "full", pairs=pairs, summaries=summaries, h=h,
-                        questions=questions, sweep=sweep_rows, kb_summary=kb_summary, phases=phases,
+                        questions=questions, extra=extra, kb_summary=kb_summary, phases=phases,
                         load_start=load_start, total_s=time.perf_counter() - started)
     write_text(out_path, text)
-    write_summary(out_path, "global_search", summary_rows(summaries))
+    write_summary(out_path, "global_search", summary_rows(summaries) + summary_rows(gsummaries, tree="graphrag"))
     return text
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--small", action="store_true",
-                        help=f"first {SMALL_QUESTIONS} questions, detail='detailed' only, no threshold sweep")
-    parser.add_argument("--no-sweep", action="store_true", help="skip the threshold sensitivity sweep")
+                        help=f"first {SMALL_QUESTIONS} questions, detail='detailed' only, no budget curve")
+    parser.add_argument("--no-sweep", action="store_true", help="skip the cost/kept curve over the budget")
     parser.add_argument("--out", type=Path, help="Markdown output (default bench/out/global_search[_small].md)")
     args = parser.parse_args(argv)
     if not SHARED_DATA.is_dir() or not BOOK_PATH.is_file():

@@ -469,3 +469,17 @@ def test_compensated_run_shows_excluded_reports():
     alone = CoverageView(result)  # no kb: l2's place is unknown, drawn as a root
     assert statuses(alone.graph.value)["l2"] == "excluded"
     assert pd.isna(alone.to_frame("community").set_index("community_id").loc["l2", "parent_id"])
+
+
+def test_fallback_choices_and_budget_are_shown(kb, adaptive):
+    view = CoverageView(adaptive, kb=kb)
+    a = adaptive.trace.step("global-search").knowledge.adaptive
+    chosen = {r.community_id for r in a.visited + a.skipped if r.fallback}
+    frame = view.to_frame("community").set_index("community_id")
+    assert set(frame.index[frame["fallback"]]) == chosen
+    overview = view.overview.value
+    assert f"fallback {a.fallback} chose {len(chosen)}" in overview and f"spent {a.spent_chars:,}" in overview
+    assert (f"budget {a.budget_chars:,} chars" if a.budget_chars is not None else "no budget") in overview
+    tips = dict(re.findall(r'data-id="([^"]*)"[^>]*><title>([^<]*)</title>', view.graph.value))
+    assert tips and all("chosen by the fallback" in tips[c] for c in chosen if c in tips)
+    assert not any("chosen by the fallback" in t for c, t in tips.items() if c not in chosen)

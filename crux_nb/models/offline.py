@@ -13,11 +13,14 @@ It is honest about being extractive: nothing it writes is invented.
   collapsed) in document order; the title names the most central entities.
   Parent reports use only their children's findings: statements copied, evidence
   the union of the evidence of the findings that share that statement.
-* ``map_findings`` / ``rate`` — BM25 (:class:`crux_nb.models.text.BM25`) of the
-  query against each finding statement (map) or each whole report (rate), scaled
-  to 0..100 relative to a full single match (see :meth:`BM25.scaled`). Map returns
-  one finding per distinct statement with a positive score, ordered by score
-  (desc) then first finding id; rate rates every report, in input order.
+* ``map_findings`` — BM25 (:class:`crux_nb.models.text.BM25`) of the query against
+  each finding statement, scaled to 0..100 relative to a full single match (see
+  :meth:`BM25.scaled`): one finding per distinct statement with a positive score,
+  ordered by score (desc) then first finding id.
+* ``rate`` — every report (title + summary + any finding statements), in input
+  order: by default the calibrated rating of :mod:`crux_nb.models.rating`
+  (normalised against what the query can achieve, so one threshold serves short
+  and long questions); ``rating="bm25"`` keeps the map's scale.
 
 ``repair`` is accepted and ignored: the output is always valid, and the same
 input gives the same output byte for byte.
@@ -43,6 +46,7 @@ from .text import (
     sentence_spans,
     terms,
 )
+from .rating import calibrated_ratings
 from .validation import REPORT_LIMITS
 
 __all__ = ["OfflineModel", "OFFLINE_MODEL_VERSION"]
@@ -76,8 +80,17 @@ class OfflineModel:
         concepts: also extract recurring lowercase noun phrases (default True).
         concept_min_chunks: chunks a phrase must recur in to count (default 3).
         min_terms: content words a sentence needs to be preferred as a finding (default 6).
+        rating: how ``rate`` scores reports: ``"calibrated"`` (default, see
+            :mod:`crux_nb.models.rating`) or ``"bm25"`` (BM25 scaled like the map).
 
-    ``fingerprint`` is a stable hash of the name, the version and these options.
+    ``fingerprint`` is a stable hash of the name, the version and these options (``rating`` only when
+    it is not the default, so reports written before it existed keep their fingerprint).
+
+    Examples
+    --------
+    >>> OfflineModel(rating="bm25").rate("Who is Marley?", [{"community_id": "c1", "title": "Marley",
+    ...                                                      "summary": "Marley was dead."}])["ratings"]
+    [{'community_id': 'c1', 'rating': 100.0}]
     """
 
     name: str = "offline"
@@ -88,6 +101,7 @@ class OfflineModel:
     concepts: bool = True
     concept_min_chunks: int = 3
     min_terms: int = 6
+    rating: str = "calibrated"
     fingerprint: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -103,11 +117,13 @@ class OfflineModel:
             raise ParameterError(owner, "redundancy", "a number in (0, 1]", self.redundancy)
         if not isinstance(self.concepts, bool):
             raise ParameterError(owner, "concepts", "a bool", self.concepts)
+        if self.rating not in ("calibrated", "bm25"):
+            raise ParameterError(owner, "rating", "'calibrated' or 'bm25'", self.rating)
         object.__setattr__(self, "fingerprint", stable_hash({"name": self.name, "version": OFFLINE_MODEL_VERSION, "options": self.options()}))
 
     def options(self) -> dict[str, Any]:
         """The output-relevant options (part of the fingerprint)."""
-        return {
+        options = {
             "max_findings": self.max_findings,
             "summary_sentences": self.summary_sentences,
             "title_entities": self.title_entities,
@@ -116,6 +132,7 @@ class OfflineModel:
             "concept_min_chunks": self.concept_min_chunks,
             "min_terms": self.min_terms,
         }
+        return options if self.rating == "calibrated" else {**options, "rating": self.rating}
 
     def __repr__(self) -> str:
         return f"OfflineModel(name={self.name!r}, fingerprint={self.fingerprint!r})"
@@ -282,13 +299,13 @@ class OfflineModel:
         return {"findings": out}
 
     def rate(self, query: str, reports: list[dict[str, Any]], *, repair: list[dict[str, str]] | None = None) -> dict[str, Any]:
-        """A BM25 rating 0..100 per report (title + summary + finding statements), input order."""
+        """A rating 0..100 per report (title + summary + finding statements), input order (see ``rating``)."""
         docs = []
         for report in reports:
             parts = [str(report.get("title") or ""), str(report.get("summary") or "")]
             parts += [str(f.get("statement") or "") for f in report.get("findings") or ()]
             docs.append(terms(" ".join(parts)))
-        scores = BM25(docs).scaled(terms(query))
+        scores = calibrated_ratings(terms(query), docs) if self.rating == "calibrated" else BM25(docs).scaled(terms(query))
         return {"ratings": [{"community_id": str(r["community_id"]), "rating": s} for r, s in zip(reports, scores)]}
 
 

@@ -41,7 +41,7 @@ FRAME_COLUMNS = {
     "finding": ["rank", "finding_target", "score", "statement", "community_id", "generation", "resolution",
                 "cited_findings", "cited_communities", "supports", "n_supports", "assertion_refs"],
     "support": ["rank", "finding_target", "support", "cited_findings", "text"],
-    "community": ["community_id", "level", "parent_id", "title", "status", "rating", "decision", "batch",
+    "community": ["community_id", "level", "parent_id", "title", "status", "rating", "decision", "fallback", "batch",
                   "findings", "chars"],
     "batch": ["batch", "prompt_id", "community_ids", "reports", "findings", "input_chars", "calls", "repaired", "ok"],
 }
@@ -109,6 +109,7 @@ class RatingInfo:
     level: int
     rating: float | None
     decision: str  # "visited" | "skipped" | "truncated"
+    fallback: bool = False  # chosen by the descent's fallback, not by its rating
 
 
 @dataclass(frozen=True)
@@ -167,6 +168,9 @@ class CoverageData:
     threshold: int | None = None  # adaptive scan only
     ratings: tuple[RatingInfo, ...] = ()
     rating_calls: int | None = None
+    budget_chars: int | None = None  # adaptive: the character budget (None: no budget)
+    spent_chars: int | None = None  # adaptive: rating + map characters the descent spent
+    fallback: str | None = None  # adaptive: the fallback rule
     findings: tuple[CoverageFinding, ...] = ()
     has_hits: bool = True  # False for a trace without its result's hits
     texts: Mapping[str, str] = field(default_factory=dict)  # encoded chunk ref -> text (kb given)
@@ -263,7 +267,8 @@ class CoverageData:
         frame = pd.DataFrame(rows, columns=FRAME_COLUMNS[by])
         types = {"finding": {"rank": "int64", "score": "float64", "n_supports": "int64"},
                  "support": {"rank": "int64"},
-                 "community": {"level": "int64", "rating": "float64", "batch": "Int64", "findings": "int64",
+                 "community": {"level": "int64", "rating": "float64", "fallback": "bool", "batch": "Int64",
+                               "findings": "int64",
                                "chars": "int64"},
                  "batch": {"batch": "int64", "reports": "int64", "findings": "int64", "input_chars": "int64",
                            "calls": "int64", "repaired": "int64", "ok": "bool"}}[by]
@@ -298,6 +303,7 @@ class CoverageData:
             rows.append({"community_id": cid, "level": level, "parent_id": parent, "title": self.title(cid),
                          "status": self.status(cid), "rating": None if rating is None else rating.rating,
                          "decision": None if rating is None else rating.decision,
+                         "fallback": rating is not None and rating.fallback,
                          "batch": None if batch is None else batch.index + 1,
                          "findings": len(unit.findings) if unit else 0, "chars": unit.chars if unit else 0})
         return rows
@@ -329,6 +335,8 @@ def coverage_nodes(data: CoverageData) -> list[TreeNode]:
         tip = [f"{title} ({cid})" if title else cid, f"level {level}", STATUS_LABELS[status]]
         if rating is not None and rating.rating is not None:
             tip.append(f"rating {rating_text(rating.rating)}")
+        if rating is not None and rating.fallback:
+            tip.append("chosen by the fallback")
         if batch is not None:
             tip.append(f"batch {batch.index + 1}")
         if parent is not None and parent not in drawn:

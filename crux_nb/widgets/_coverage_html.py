@@ -146,9 +146,12 @@ def _adaptive_card(data: CoverageData) -> str:
         return ""
     by = {d: [r for r in data.ratings if r.decision == d] for d in ("visited", "skipped", "truncated")}
     rated = sum(r.rating is not None for r in data.ratings)
+    chosen = sum(r.fallback for r in data.ratings)
+    budget = "no budget" if data.budget_chars is None else f"budget {data.budget_chars:,} chars"
     text = (f"threshold {data.threshold} · {_plural(data.rating_calls or 0, 'rating call')} · "
             f"{rated} rated · {len(by['visited'])} visited · {len(by['skipped'])} skipped · "
-            f"{len(by['truncated'])} truncated")
+            f"{len(by['truncated'])} truncated · fallback {data.fallback} chose {chosen} · {budget}, "
+            f"spent {data.spent_chars or 0:,}")
     return (f'<div class="crux-card crux-adaptive"><div class="crux-title">adaptive descent</div>'
             f'<div>{esc(text)}</div></div>')
 

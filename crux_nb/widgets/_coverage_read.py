@@ -47,7 +47,8 @@ def _batch(value: Any) -> BatchInfo:
 def _rating(value: Any) -> RatingInfo:
     rating = _get(value, "rating")
     return RatingInfo(str(_get(value, "community_id")), int(_get(value, "level", 0)),
-                      None if rating is None else float(rating), str(_get(value, "decision", "")))
+                      None if rating is None else float(rating), str(_get(value, "decision", "")),
+                      bool(_get(value, "fallback", False)))
 
 
 def _calls(log: Any) -> tuple[CallInfo, ...] | None:
@@ -202,9 +203,10 @@ def coverage_data(result: Any, *, kb: Any = None) -> CoverageData:
     generations = tuple(map(str, _get(k, "generations", ()) or ()))
     adaptive = _get(k, "adaptive")
     ratings: tuple[RatingInfo, ...] = ()
-    threshold = rating_calls = None
+    threshold = rating_calls = budget = spent = fallback = None
     if adaptive is not None:
-        threshold, rating_calls = int(_get(adaptive, "threshold", 0)), int(_get(adaptive, "rating_calls", 0))
+        threshold, rating_calls = _get(adaptive, "threshold", 0), int(_get(adaptive, "rating_calls", 0))
+        budget, spent, fallback = _get(adaptive, "budget_chars"), _get(adaptive, "spent_chars"), _get(adaptive, "fallback")
         ratings = tuple(_rating(r) for r in (*(_get(adaptive, "visited", ()) or ()), *(_get(adaptive, "skipped", ()) or ())))
     excluded = tuple(map(str, details.get("excluded", ()) or ()))
     cited_ids = dict(details.get("cited", {}) or {})  # finding target -> the unit finding ids it cites
@@ -237,6 +239,6 @@ def coverage_data(result: Any, *, kb: Any = None) -> CoverageData:
         truncations=tuple(dict(t) if isinstance(t, Mapping) else {"kind": str(t)} for t in _get(k, "truncations", ()) or ()),
         calls=_calls(_get(k, "calls")), units=units, batches=batches, excluded=excluded,
         mapped=tuple(map(str, details.get("selected", ()) or ())), threshold=threshold, ratings=ratings,
-        rating_calls=rating_calls, findings=tuple(findings), has_hits=has_hits, texts=chunk_texts(kb, refs),
+        rating_calls=rating_calls, budget_chars=budget, spent_chars=spent, fallback=fallback, findings=tuple(findings), has_hits=has_hits, texts=chunk_texts(kb, refs),
         kb_given=kb is not None, others=_others(kb, excluded, generations),
         warnings=tuple(map(str, _get(step, "warnings", ()) or ())))

@@ -232,7 +232,8 @@ def test_small_run_writes_a_summary(small_report, small_out):
     chars = got["input chars per question, adaptive, detail=detailed"]
     overlap = got["overlap@10 with scan all's top 10 (share), adaptive, detail=detailed"]
     calls = got["model calls per question, adaptive, detail=detailed"]
-    assert len(rows) == 3
+    assert len(rows) == 6  # three for crux_nb's tree, three for the GraphRAG index
+    assert sum(r["measure"].endswith(", graphrag index") for r in rows) == 3
     assert (chars["target"], overlap["target"], calls["verdict"]) == (f"ratio <= {MAX_RATIO:g}",
                                                                       f"ours >= {MIN_OVERLAP:g}", "info")
     assert math.isclose(chars["ours"], _num(table["input chars adaptive"]), abs_tol=0.051)

@@ -100,7 +100,12 @@ def test_coverage_basis_batches_and_hierarchy_render(lab_page, expected, jupyter
                                                                              str(counts["map"])]
     assert view.locator("tr[data-row='rating calls'] td").all_inner_texts() == ["not estimated", str(counts["rate"])]
     assert counts["rate"] >= 1 and view.locator(".crux-overview .crux-mismatch").count() == 0
-    assert "Nothing was cut" in view.locator(".crux-truncations").inner_text()
+    cut = view.locator(".crux-truncations").inner_text()
+    assert ("Something was cut" in cut) if expected.truncations else ("Nothing was cut" in cut)
+    # the adaptive descent: its fallback rule, how many communities it chose, the budget and the spend
+    card = words(view.locator(".crux-adaptive").inner_text())
+    chosen = {r.community_id for r in expected.ratings if r.fallback}
+    assert f"fallback {expected.fallback} chose {len(chosen)}" in card and f"spent {expected.spent_chars:,}" in card
     # batches: index, communities and input characters
     batches = view.locator(".crux-batch-row")
     assert batches.count() == len(expected.batches) >= 1
@@ -116,6 +121,9 @@ def test_coverage_basis_batches_and_hierarchy_render(lab_page, expected, jupyter
              for i in range(nodes.count())}
     assert drawn == {cid: expected.status(cid) for cid, _, _ in expected.hierarchy()}
     assert {"mapped", "visited", "skipped"} <= set(drawn.values())
+    tips = {nodes.nth(i).get_attribute("data-id"): nodes.nth(i).locator("title").text_content()
+            for i in range(nodes.count())}
+    assert {c for c, t in tips.items() if "chosen by the fallback" in t} == chosen & set(tips)
     assert view.locator("svg.crux-hierarchy-svg .crux-link").count() == sum(
         1 for _, parent, _ in expected.hierarchy() if parent is not None)
     # the findings, and the one the kernel selected

@@ -14,11 +14,13 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ...errors import ParameterError, RetrievalRunError
-from ...validation import MODEL_TASKS, check_int, check_name, check_number
+from ..._hashing import canonical_json
+from ...validation import MODEL_TASKS, check_choice, check_int, check_name, check_number
 from ..base import Step, changed
 from ..trace import KnowledgeTrace
 from ..types import StepContext, StepInput, StepOutput
-from .descent import MAX_CALLS, THRESHOLD, AdaptiveTrace, Batch, descend, pack
+from .descent import (BUDGET, FALLBACK, FALLBACKS, MAX_CALLS, THRESHOLD, AdaptiveTrace, Batch, budget_chars, descend,
+                      pack, report_prior)
 from .mapreduce import candidates, reduce
 from .units import Freshness, Unit, auto_detail, resolve, select_detail
 
@@ -66,13 +68,17 @@ class GlobalSearchStep(Step):
     limit: int = 20
     threshold: float = THRESHOLD
     max_calls: int = MAX_CALLS
+    budget: float | int | None = BUDGET
+    fallback: str = FALLBACK
+    prior: str = "reports"
     id: str = "global-search"
     kind: str = "global-search"
     phase: tuple[str, str] = ("queries", "hits")
     needs_model: bool = True
     factory = "global_search"
-    #: parameters beyond the core four, with upstream's values; repr and to_dict() show them when changed
-    DEFAULTS = {"threshold": THRESHOLD, "max_calls": MAX_CALLS, "id": "global-search"}
+    #: parameters beyond the core four, with their defaults; repr and to_dict() show them when changed
+    DEFAULTS = {"threshold": THRESHOLD, "max_calls": MAX_CALLS, "budget": BUDGET, "fallback": FALLBACK,
+                "prior": "reports", "id": "global-search"}
 
     def __post_init__(self) -> None:
         owner = "global_search()"
@@ -86,6 +92,13 @@ class GlobalSearchStep(Step):
         check_number(owner, "threshold", self.threshold, minimum=0, maximum=100)
         object.__setattr__(self, "max_calls", check_int(owner, "max_calls", self.max_calls, minimum=0))
         check_name(owner, "id", self.id)
+        b = self.budget
+        if b is not None and (isinstance(b, bool) or not isinstance(b, (int, float)) or b <= 0
+                              or isinstance(b, float) and b > 1):
+            raise ParameterError(owner, "budget", "None, a share of scan all's input in (0, 1] (float) or characters "
+                                 "(int >= 1)", b)
+        check_choice(owner, "fallback", self.fallback, FALLBACKS)
+        check_choice(owner, "prior", self.prior, ("reports", "none"))
 
     def config(self) -> dict[str, Any]:
         return {"model": self.model.name, "scan": self.scan, "detail": self.detail, "limit": self.limit,
@@ -103,9 +116,13 @@ class GlobalSearchStep(Step):
         available = select_detail(list(freshness.units), detail)
         adaptive, truncations = None, ()
         if self.scan == "adaptive" and rate is not None:
-            visited, adaptive, cut = descend(list(freshness.units), rate, max_calls=self.max_calls,
-                                             threshold=self.threshold, leaves=detail == "detailed")
-            selected = [u for u in available if u.community_id in visited]
+            units = list(freshness.units)
+            chosen, adaptive, cut = descend(
+                units, rate, leaves=detail == "detailed", threshold=self.threshold, max_calls=self.max_calls,
+                budget=budget_chars(self.budget, available), fallback=self.fallback,
+                prior=report_prior(units, query) if self.prior == "reports" else {},
+                rating_cost=lambda batch: len(canonical_json([query, [u.rating_payload() for u in batch]])))
+            selected = [u for u in available if u.community_id in chosen]
             truncations = tuple(cut)
         else:
             selected = available
@@ -158,7 +175,7 @@ class GlobalSearchStep(Step):
         warnings = ()
         if self.scan == "adaptive" and sel.available and not sel.selected:
             warnings = (f"global_search adaptive scan selected none of {len(sel.available)} {sel.detail} reports "
-                        f"(no community on the way down was rated {self.threshold} or more).",)
+                        f"(fallback={self.fallback!r}, budget={self.budget!r}).",)
         return StepOutput(hits=tuple(hits), knowledge=trace, details=details, warnings=warnings)
 
     def _map(self, query: str, batches: tuple[Batch, ...], log: Any, concurrency: int, executor: Any) -> list[dict]:
@@ -199,7 +216,8 @@ def _admit(context: StepContext, preflight: Preflight, max_calls: int) -> None:
 
 def global_search(*, model: Any, scan: Literal["all", "adaptive"] = "all",
                   detail: Literal["auto", "overview", "detailed"] = "auto", limit: int = 20,
-                  threshold: float = THRESHOLD, max_calls: int = MAX_CALLS, id: str = "global-search") -> GlobalSearchStep:
+                  threshold: float = THRESHOLD, max_calls: int = MAX_CALLS, budget: float | int | None = BUDGET,
+                  fallback: str = FALLBACK, prior: str = "reports", id: str = "global-search") -> GlobalSearchStep:
     """Map community reports to finding hits for a question about the whole corpus (or a view).
 
     Parameters
@@ -207,16 +225,28 @@ def global_search(*, model: Any, scan: Literal["all", "adaptive"] = "all",
     model : KnowledgeModel
         Rates communities (adaptive scan) and maps report batches to findings.
     scan : {"all", "adaptive"}
-        Map every report of the chosen detail, or descend from the root into communities the model
-        rates at or above ``threshold``.
+        Map every report of the chosen detail, or run the best-first rated descent.
     detail : {"auto", "overview", "detailed"}
         Parent reports, leaf reports, or a choice from the query and the hierarchy.
     limit : int
         Finding hits returned.
     threshold : float
-        Adaptive scan: the rating (0-100) a community needs to be descended into (upstream: 50).
+        Adaptive: the rating (0-100) a community needs to be visited (50, upstream's value).
     max_calls : int
         Ceiling on map calls before a run needs ``admit=``, and on rating calls of one descent (32).
+    budget : float, int or None
+        Adaptive: input characters the run may spend on rating and mapping together; a float in (0, 1] is
+        a share of scan all's map input, an int is characters, ``None`` is no budget (default 0.5). Rating
+        calls spend at most 0.3 of it. Reaching it stops the descent with a truncation in the trace.
+    fallback : {"budget", "best", "next-level", "none"}
+        Adaptive: what happens when no child of a visited community passes. ``"best"`` follows the best
+        child anyway; ``"next-level"`` is GraphRAG's rule (rate every grandchild); ``"budget"`` (default)
+        does what ``"best"`` does, then spends what is left of the budget mapping the best remaining
+        reports (passed first, then by prior). Every fallback choice is marked in the trace; any fallback
+        but ``"none"`` maps at least one report, even past the budget.
+    prior : {"reports", "none"}
+        Adaptive: the cheap order among unrated communities, BM25 of the query against each report
+        (no model call), or none (level, then id).
     id : str
         The step id in traces (default ``"global-search"``).
 
@@ -225,8 +255,10 @@ def global_search(*, model: Any, scan: Literal["all", "adaptive"] = "all",
     >>> from crux_nb.models import OfflineModel
     >>> global_search(model=OfflineModel(), scan="adaptive", limit=12)
     global_search(model='offline', scan='adaptive', detail='auto', limit=12)
+    >>> global_search(model=OfflineModel(), scan="adaptive", budget=0.3, fallback="next-level")
+    global_search(model='offline', scan='adaptive', detail='auto', limit=20, budget=0.3, fallback='next-level')
     >>> global_search(model=OfflineModel(), scan="adaptive", threshold=60).to_dict()["config"]["threshold"]
     60
     """
     return GlobalSearchStep(model=model, scan=scan, detail=detail, limit=limit, threshold=threshold,
-                            max_calls=max_calls, id=id)
+                            max_calls=max_calls, budget=budget, fallback=fallback, prior=prior, id=id)
