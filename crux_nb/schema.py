@@ -163,6 +163,11 @@ REPORT_FINDINGS = {
     "evidence": "object",
     "assertion_refs": "object",
 }
+EMBEDDINGS = {  # one vector per (embedder fingerprint, chunk content hash); see crux_nb.embeddings
+    "embedder": "str",
+    "content_hash": "str",
+    "vector": "object",  # float32 little-endian bytes of length 4 * dim
+}
 
 SCHEMAS: dict[str, dict[str, str]] = {
     "documents": DOCUMENTS,
@@ -177,6 +182,7 @@ SCHEMAS: dict[str, dict[str, str]] = {
     "community_members": COMMUNITY_MEMBERS,
     "reports": REPORTS,
     "report_findings": REPORT_FINDINGS,
+    "embeddings": EMBEDDINGS,
 }
 
 #: Columns holding JSON-like values (serialised as JSON text in Parquet).
