@@ -280,7 +280,8 @@ def coerce(frame: pd.DataFrame, table: str) -> pd.DataFrame:
 def _coerce_series(series: pd.Series, kind: str, name: str) -> pd.Series:
     try:
         if kind == "object":
-            return pd.Series(list(series), dtype="object", name=series.name)
+            # keep the index: the other columns keep theirs, and DataFrame() aligns on it
+            return pd.Series(list(series), dtype="object", name=series.name, index=series.index)
         if kind == "str":
             return series.astype("str")
         if kind == "int":

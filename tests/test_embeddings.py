@@ -139,3 +139,13 @@ def test_function_embedder_example_from_the_readme():
     kb = make_kb()
     assert embed_chunks(kb, emb).embedded == len(kb.chunks)
     assert emb.fingerprint != FunctionEmbedder(hashed_words, dim=16, name="hashed-words", version="2").fingerprint
+
+
+def test_stored_vectors_stay_with_their_content_whatever_the_order():
+    emb = StaticEmbedder(dim=64)
+    kb = crux_nb.knowledge_base(id="order")
+    for i, text in enumerate(["zebra stripes", "apple pie", "mountain river", "quantum physics", "jazz music"]):
+        kb.add_text(f"{i}.md", text)
+    direct = emb.embed(kb.chunks["content"].tolist())
+    embed_chunks(kb, emb)  # stored sorted by content hash, not in chunk order
+    np.testing.assert_allclose(chunk_matrix(kb.state, emb), direct, atol=1e-6)

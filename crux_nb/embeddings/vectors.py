@@ -138,7 +138,7 @@ def _apply(current: Any, expected: Any, rows: pd.DataFrame) -> Any:
         raise CruxError("the knowledge base changed while chunks were being embedded.", code="concurrent_change",
                         hint="call embed_chunks(kb, embedder) again.")
     table = pd.concat([current.embeddings, rows], ignore_index=True) if len(current.embeddings) else rows
-    table = table.sort_values(["embedder", "content_hash"], kind="stable")
+    table = table.sort_values(["embedder", "content_hash"], kind="stable").reset_index(drop=True)
     # a new state object: caches (lexical index, matrices) are rebuilt lazily, version moves on
     return replace(current, embeddings=coerce(table, "embeddings"), version=current.version + 1)
 
