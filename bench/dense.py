@@ -29,7 +29,8 @@ from _common import (OUT_DIR, fmt_num, machine_info, markdown_table, peak_rss_mb
 
 import crux_nb  # noqa: E402
 from crux_nb.embeddings import FunctionEmbedder, StaticEmbedder, chunk_matrix, embed_chunks  # noqa: E402
-from crux_nb.evaluation import evaluate, load_multihop, multihop_root  # noqa: E402
+from crux_nb.datasets import load_multihop, multihop_root  # noqa: E402
+from crux_nb.evaluation import evaluate  # noqa: E402
 from crux_nb.retrieval import BM25Leg, DenseLeg, retrieve  # noqa: E402
 
 TARGET_P95_MS = 20.0

@@ -10,12 +10,13 @@
 from . import errors, io, refs
 from .refs import ChunkRef, DocumentRef, EntityRef, ParentRef, decode_ref, encode_ref
 from .community.config import communities
+from .evaluation import Evaluation, evaluate
 from .knowledge_base import KnowledgeBase, knowledge_base
 from .knowledge_base import open_knowledge_base as open
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "KnowledgeBase", "knowledge_base", "communities", "open", "errors", "io", "refs",
+    "KnowledgeBase", "knowledge_base", "communities", "open", "evaluate", "Evaluation", "errors", "io", "refs",
     "ChunkRef", "DocumentRef", "EntityRef", "ParentRef", "decode_ref", "encode_ref", "__version__",
 ]

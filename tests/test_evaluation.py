@@ -10,14 +10,8 @@ import pytest
 
 import crux_nb
 from crux_nb.errors import ParameterError
-from crux_nb.evaluation import (
-    as_gold,
-    evaluate,
-    load_multihop,
-    load_sample_questions,
-    paired_comparison,
-    question_metrics,
-)
+from crux_nb.datasets import load_multihop, load_sample_questions
+from crux_nb.evaluation import as_gold, evaluate, paired_comparison, question_metrics
 from crux_nb.refs import ChunkRef
 from crux_nb.retrieval import custom_step, retrieve
 

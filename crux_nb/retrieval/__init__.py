@@ -14,13 +14,13 @@ from .expand import ExpandRelationsStep, expand_relations
 from .globalsearch import GlobalSearchStep, Preflight, global_search
 from .recipe import Recipe
 from .results import HitList, RetrievalResult
-from .retriever import BM25Leg, Leg, RetrieveStep, retrieve
+from .retriever import BM25Leg, DenseLeg, Leg, RetrieveStep, retrieve
 from .trace import KnowledgeTrace, RecipeTrace, StepTrace
 from .types import KnowledgeBinding, PlannedQuery, Request, StepContext, StepInput, StepOutput
 
 __all__ = [
     "AssertionRef", "EvidenceHit", "FindingCitation", "FindingHit", "GraphProvenance", "HitParent", "Lineage",
-    "Provenance", "RetrieverHit", "Source", "SourceScore", "hit_key", "BM25Leg", "Leg", "Recipe", "HitList",
+    "Provenance", "RetrieverHit", "Source", "SourceScore", "hit_key", "BM25Leg", "DenseLeg", "Leg", "Recipe", "HitList",
     "RetrievalResult", "CustomStep", "RetrieveStep", "Step", "custom_step", "retrieve", "RecipeTrace", "StepTrace",
     "KnowledgeBinding", "ExpandRelationsStep", "expand_relations", "GlobalSearchStep", "Preflight", "global_search", "KnowledgeTrace", "PlannedQuery", "Request", "StepContext", "StepInput", "StepOutput",
 ]

@@ -55,8 +55,13 @@ class RetrieveStep(Step):
                 mask &= state.chunks["source_id"].isin(context.members).to_numpy()
             for leg in self.legs:
                 scores = leg.scores(state, planned.query)
-                groups.append((planned, leg, ranked(scores, mask), scores))
-        hits = self._single(groups[0], context) if len(groups) == 1 else self._fused(groups, context)
+                groups.append((planned, leg, scores, mask))
+        if len(groups) == 1:  # one ranking: only its head is needed
+            planned, leg, scores, mask = groups[0]
+            return StepOutput(hits=tuple(self._single((planned, leg, ranked(scores, mask, top=self.limit), scores),
+                                                      context)))
+        hits = self._fused([(planned, leg, ranked(scores, mask), scores) for planned, leg, scores, mask in groups],
+                           context)
         return StepOutput(hits=tuple(hits))
 
     def _single(self, group, context: StepContext):
@@ -71,16 +76,21 @@ class RetrieveStep(Step):
         return out
 
     def _fused(self, groups, context: StepContext):
-        rankings = [(rows, planned.weight or 1.0) for planned, _, rows, _ in groups]
-        rows, fused = rrf(rankings)
+        # a leg's own weight (DenseLeg(weight=...)) scales its RRF term, as a planned query's weight does
+        weights = [(planned.weight or 1.0) * float(getattr(leg, "weight", 1.0)) for planned, leg, _, _ in groups]
+        rows, fused = rrf([(leg_rows, w) for (_, _, leg_rows, _), w in zip(groups, weights)], top=self.limit)
+        positions = []  # row -> rank per group, for the rows that made the cut only
+        for _, _, leg_rows, _ in groups:
+            hit = np.flatnonzero(np.isin(leg_rows, rows))
+            positions.append(dict(zip(leg_rows[hit].tolist(), (hit + 1).tolist())))
         out = []
-        for row, score in zip(rows[: self.limit].tolist(), fused[: self.limit].tolist()):
+        for row, score in zip(rows.tolist(), fused.tolist()):
             per_source, ranks, matched = [], {}, []
-            for planned, leg, leg_rows, _ in groups:
-                hit_rank = np.flatnonzero(leg_rows == row)
-                if len(hit_rank):
-                    rank = int(hit_rank[0]) + 1
-                    per_source.append(SourceScore(leg.id, 1.0 / rank, rank, planned.weight))
+            for (planned, leg, _, _), found, weight in zip(groups, positions, weights):
+                rank = found.get(row)
+                if rank is not None:
+                    shown = planned.weight if float(getattr(leg, "weight", 1.0)) == 1.0 else weight
+                    per_source.append(SourceScore(leg.id, 1.0 / rank, rank, shown))
                     ranks[leg.id] = rank
                     if planned.query not in matched:
                         matched.append(planned.query)

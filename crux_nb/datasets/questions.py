@@ -25,7 +25,7 @@ MULTIHOP = ("musique", "hotpotqa", "2wiki")
 
 def sample_questions_path() -> Path:
     """The JSON-lines file of the sample corpus's labelled questions."""
-    from ..datasets import sample_path
+    from . import sample_path
 
     return sample_path().parent / "sample_questions.jsonl"
 
@@ -90,15 +90,15 @@ def load_multihop(name: str, *, root: str | os.PathLike | None = None, limit: in
 
     Examples
     --------
-    >>> from crux_nb.evaluation import multihop_root
+    >>> from crux_nb.datasets import load_multihop, multihop_root
     >>> if multihop_root() is not None:
-    ...     kb, questions = load_multihop("2wiki", limit=3)
+    ...     kb, questions = load_multihop("hotpotqa", limit=3)
     ...     print(len(questions), list(questions.columns))
     ... else:
     ...     print(3, ['id', 'question', 'gold'])
     3 ['id', 'question', 'gold']
     """
-    from ..store import knowledge_base
+    from ..knowledge_base import knowledge_base
 
     if name not in MULTIHOP:
         raise ParameterError("load_multihop()", "name", f"one of {list(MULTIHOP)}", name)

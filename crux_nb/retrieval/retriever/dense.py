@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ..embeddings import chunk_matrix, check_embedder
-from ..errors import ParameterError
+from ...embeddings import chunk_matrix, check_embedder
+from ...errors import ParameterError
 
 __all__ = ["DenseLeg"]
 
@@ -47,7 +47,7 @@ class DenseLeg:
 
     def __init__(self, embedder: Any = None, *, id: str = "dense", weight: float = 1.0):
         if embedder is None:
-            from ..embeddings import StaticEmbedder
+            from ...embeddings import StaticEmbedder
 
             embedder = StaticEmbedder()
         self.embedder = check_embedder(embedder, owner="DenseLeg()")
