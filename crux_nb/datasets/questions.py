@@ -34,7 +34,7 @@ def load_sample_questions() -> pd.DataFrame:
     """The sample corpus's labelled questions: ``id``, ``question``, ``gold`` (chunk refs), ``kind``.
 
     >>> q = load_sample_questions()
-    >>> list(q.columns), q["gold"].map(len).min() >= 1
+    >>> list(q.columns), bool(q["gold"].map(len).min() >= 1)
     (['id', 'question', 'gold', 'kind'], True)
     """
     rows = [json.loads(line) for line in sample_questions_path().read_text(encoding="utf-8").splitlines() if line.strip()]
