@@ -29,7 +29,7 @@ def _load(config: str, dim: int):
         model = _MODELS.get((config, dim))
         if model is None:
             try:
-                import wordllama
+                wordllama = _import_quietly()
             except ImportError:
                 raise CruxError("StaticEmbedder needs the wordllama package.", code="missing_dependency",
                                 hint='pip install "crux_nb[embed]" (wordllama ships its weights; no torch).') from None
@@ -76,6 +76,22 @@ class StaticEmbedder:
 
     def __repr__(self) -> str:
         return f"StaticEmbedder(name={self.name!r}, dim={self.dim}, fingerprint={self.fingerprint!r})"
+
+
+def _import_quietly():
+    """``import wordllama`` without the root-logger setup it does on import (``logging.basicConfig(INFO)``),
+    which would make every library's log records print in the user's notebook."""
+    import logging
+
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    import wordllama
+
+    for handler in root.handlers[:]:
+        if handler not in handlers:
+            root.removeHandler(handler)
+    root.setLevel(level)
+    return wordllama
 
 
 def _version() -> str:

@@ -66,7 +66,9 @@ class DenseLeg:
         norm = float(np.linalg.norm(vector))
         if norm == 0.0:
             return np.zeros(len(matrix))
-        cosine = matrix @ (vector / norm)
+        # einsum runs on one thread: BLAS's threads spin-wait when the cores are busy (measured on 2 shared
+        # cores at 100k x 256: p50 29 ms with einsum, 46 ms with matrix @ vector)
+        cosine = np.einsum("ij,j->i", matrix, (vector / norm).astype(np.float32))
         return np.maximum(cosine, 0.0).astype(np.float64)
 
     def __eq__(self, other: object) -> bool:
