@@ -71,7 +71,8 @@ def top_order(values: np.ndarray, rows: np.ndarray, top: int | None) -> np.ndarr
         return rows[:0]
     cut = np.partition(values, len(values) - top)[len(values) - top]  # the top-th largest value
     above = values > cut
-    tied = np.flatnonzero(values == cut)[: top - int(above.sum())]  # rows are ascending: row order
+    tied = np.flatnonzero(values == cut)
+    tied = tied[np.argsort(rows[tied], kind="stable")][: top - int(above.sum())]  # ties: lowest rows first
     keep = np.concatenate([np.flatnonzero(above), tied])
     return rows[keep[np.lexsort((rows[keep], -values[keep]))]]
 
@@ -101,6 +102,31 @@ def rrf(rankings: list[tuple[np.ndarray, float]], *, k: int = RRF_K,
     terms = np.concatenate([weight / (k + np.arange(1, len(rows) + 1)) for rows, weight in rankings])
     size = int(every.max()) + 1
     fused = np.bincount(every, weights=terms, minlength=size)
-    candidates = np.unique(every)
+    candidates = np.flatnonzero(fused > 0)  # every term is positive: exactly the rows of some ranking
     order = top_order(fused[candidates], candidates, top)
     return order, fused[order]
+
+
+def fusion_depth(weights: list[float], top: int, *, k: int = RRF_K) -> int:
+    """How deep each ranking must be read so the best ``top`` fused rows are all found.
+
+    A row below depth ``D`` in every ranking scores at most ``sum(w) / (k + D + 1)``; each of the
+    first ``top`` rows of the heaviest ranking scores at least ``max(w) / (k + top)``.
+    """
+    return max(top, int(np.ceil(sum(weights) / max(weights) * (k + top))) - k + 1)
+
+
+def ranks_of(scores: np.ndarray, valid: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The 1-based rank of each of ``rows`` in ``ranked`` order of the ``valid`` rows (0 where not valid).
+
+    Equal to ``list(ranked(...)).index(row) + 1`` without sorting the whole ranking.
+    """
+    values = np.sort(scores[valid])  # ascending
+    own = scores[rows]
+    above = len(values) - np.searchsorted(values, own, side="right")
+    out = above + 1
+    ties = np.flatnonzero(np.searchsorted(values, own, side="right") - np.searchsorted(values, own, side="left") > 1)
+    for i in ties.tolist():  # equal scores keep row order: count the equal rows before this one
+        out[i] += int(np.count_nonzero(valid[: rows[i]] & (scores[: rows[i]] == own[i])))
+    out[~valid[rows]] = 0
+    return out

@@ -14,7 +14,7 @@ from ...validation import check_int
 from ..base import Step
 from ..filters import filter_mask
 from ..types import StepContext, StepInput, StepOutput
-from .lexical import BM25Leg, Leg, ranked, rrf
+from .lexical import RRF_K, BM25Leg, Leg, fusion_depth, ranked, ranks_of, top_order
 
 __all__ = ["RetrieveStep", "retrieve"]
 
@@ -60,9 +60,7 @@ class RetrieveStep(Step):
             planned, leg, scores, mask = groups[0]
             return StepOutput(hits=tuple(self._single((planned, leg, ranked(scores, mask, top=self.limit), scores),
                                                       context)))
-        hits = self._fused([(planned, leg, ranked(scores, mask), scores) for planned, leg, scores, mask in groups],
-                           context)
-        return StepOutput(hits=tuple(hits))
+        return StepOutput(hits=tuple(self._fused(groups, context)))
 
     def _single(self, group, context: StepContext):
         planned, leg, rows, scores = group
@@ -78,17 +76,22 @@ class RetrieveStep(Step):
     def _fused(self, groups, context: StepContext):
         # a leg's own weight (DenseLeg(weight=...)) scales its RRF term, as a planned query's weight does
         weights = [(planned.weight or 1.0) * float(getattr(leg, "weight", 1.0)) for planned, leg, _, _ in groups]
-        rows, fused = rrf([(leg_rows, w) for (_, _, leg_rows, _), w in zip(groups, weights)], top=self.limit)
-        positions = []  # row -> rank per group, for the rows that made the cut only
-        for _, _, leg_rows, _ in groups:
-            hit = np.flatnonzero(np.isin(leg_rows, rows))
-            positions.append(dict(zip(leg_rows[hit].tolist(), (hit + 1).tolist())))
+        # only the head of each ranking can reach the fused top (fusion_depth); the candidates' exact
+        # ranks in every ranking then give their exact fused scores without sorting whole rankings
+        depth = fusion_depth(weights, self.limit)
+        valids = [(scores > 0) & mask for _, _, scores, mask in groups]
+        heads = [top_order(scores[valid], np.flatnonzero(valid), depth) for (_, _, scores, _), valid in zip(groups, valids)]
+        candidates = np.unique(np.concatenate(heads)) if heads else np.zeros(0, dtype=np.int64)
+        all_ranks = [ranks_of(scores, valid, candidates) for (_, _, scores, _), valid in zip(groups, valids)]
+        fused = sum(np.where(r > 0, w / (RRF_K + np.maximum(r, 1)), 0.0) for r, w in zip(all_ranks, weights))
+        order = top_order(np.asarray(fused, dtype=float), np.arange(len(candidates)), self.limit)
         out = []
-        for row, score in zip(rows.tolist(), fused.tolist()):
+        for i in order.tolist():
+            row, score = int(candidates[i]), float(fused[i])
             per_source, ranks, matched = [], {}, []
-            for (planned, leg, _, _), found, weight in zip(groups, positions, weights):
-                rank = found.get(row)
-                if rank is not None:
+            for (planned, leg, _, _), leg_ranks, weight in zip(groups, all_ranks, weights):
+                rank = int(leg_ranks[i])
+                if rank:
                     shown = planned.weight if float(getattr(leg, "weight", 1.0)) == 1.0 else weight
                     per_source.append(SourceScore(leg.id, 1.0 / rank, rank, shown))
                     ranks[leg.id] = rank
