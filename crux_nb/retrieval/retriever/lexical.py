@@ -126,6 +126,11 @@ def ranks_of(scores: np.ndarray, valid: np.ndarray, rows: np.ndarray) -> np.ndar
     above = len(values) - np.searchsorted(values, own, side="right")
     out = above + 1
     ties = np.flatnonzero(np.searchsorted(values, own, side="right") - np.searchsorted(values, own, side="left") > 1)
+    if len(ties) > 8:  # many ties (BM25 on short texts): one full ordering is cheaper than a scan per tie
+        order = ranked(scores, valid)
+        position = np.zeros(len(scores), dtype=np.int64)
+        position[order] = np.arange(1, len(order) + 1)
+        return position[rows]
     for i in ties.tolist():  # equal scores keep row order: count the equal rows before this one
         out[i] += int(np.count_nonzero(valid[: rows[i]] & (scores[: rows[i]] == own[i])))
     out[~valid[rows]] = 0
