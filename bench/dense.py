@@ -1,7 +1,7 @@
 """Dense and hybrid retrieval: embedding throughput, query latency, memory, and Recall@k on multi-hop samples.
 
     .venv/bin/python bench/dense.py            # 10k and 100k chunks, every multi-hop question (minutes)
-    .venv/bin/python bench/dense.py --small    # 2k and 5k chunks, 10 questions of each sample (seconds)
+    .venv/bin/python bench/dense.py --small    # 1k and 3k chunks, 5 HotpotQA questions (a minute)
 
 * Throughput: ``StaticEmbedder`` (wordllama) over real passages, texts per second.
 * Latency: ``recipe.retrieve(query)`` with BM25 alone (the baseline), the dense leg alone and
@@ -86,10 +86,10 @@ def throughput(texts: list[str]) -> float:
     return len(texts) / (time.perf_counter() - t0)
 
 
-def quality(limit: int | None) -> tuple[list[list], dict]:
+def quality(limit: int | None, samples: tuple[str, ...]) -> tuple[list[list], dict]:
     emb = StaticEmbedder()
     rows, per = [], {}
-    for name in ("musique", "hotpotqa", "2wiki"):
+    for name in samples:
         kb, questions = load_multihop(name, limit=limit)
         embed_chunks(kb, emb, progress=False)
         recipes = {
@@ -108,16 +108,16 @@ def quality(limit: int | None) -> tuple[list[list], dict]:
 
 
 def run(*, small: bool, out: Path) -> str:
-    sizes = (2_000, 5_000) if small else (10_000, 100_000)
+    sizes = (1_000, 3_000) if small else (10_000, 100_000)
     dims = (256, 64)  # 64: StaticEmbedder(dim=64), wordllama's Matryoshka truncation
     started = time.perf_counter()
     if multihop_root() is None:
         raise SystemExit("bench/dense.py needs ../shared/data/multihop (or $CRUX_MULTIHOP)")
-    kb2wiki, _ = load_multihop("2wiki", limit=1)
-    texts = kb2wiki.chunks["content"].tolist()[: 1000 if small else None]
+    corpus, _ = load_multihop("hotpotqa" if small else "2wiki", limit=1)
+    texts = corpus.chunks["content"].tolist()[: 300 if small else None]
     rate = throughput(texts)
     lat = [entry for n in sizes for entry in latency(n, dims)]
-    q_rows, per = quality(10 if small else None)
+    q_rows, per = quality(5 if small else None, ("hotpotqa",) if small else ("musique", "hotpotqa", "2wiki"))
     summary, lines = [], []
     lat_rows = []
     for entry in lat:
@@ -149,7 +149,8 @@ def run(*, small: bool, out: Path) -> str:
               f"Machine: {machine_info(['numpy', 'wordllama'])}", "",
               "## Embedding throughput", "",
               f"StaticEmbedder (wordllama l2_supercat, 256 dims): {rate:,.0f} texts/s over {len(texts):,} "
-              "2WikiMultihopQA passages (one core, after loading the weights).", "",
+              f"{'HotpotQA' if small else '2WikiMultihopQA'} passages of "
+              f"{sum(map(len, texts)) / len(texts):,.0f} characters on average (after loading the weights).", "",
               "## Query latency", "",
               "recipe.retrieve(query), limit 10, 50 queries x 2 interleaved repeats; synthetic chunks with random "
               "256-dim vectors. BM25 alone is the baseline.", "",
@@ -176,7 +177,7 @@ def run(*, small: bool, out: Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--small", action="store_true", help="2k/5k chunks and 10 questions per sample (seconds)")
+    parser.add_argument("--small", action="store_true", help="1k/3k chunks and 5 HotpotQA questions (a minute)")
     parser.add_argument("--out", type=Path, help="Markdown output (default bench/out/dense[_small].md)")
     args = parser.parse_args(argv)
     out = args.out or OUT_DIR / ("dense_small.md" if args.small else "dense.md")
