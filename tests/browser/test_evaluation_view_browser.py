@@ -25,7 +25,7 @@ kb.add_text("b.md", "# B\\n\\nNothing here but unrelated words.")
 kb.add_text("c.md", "# C\\n\\nBilling runs nightly for Orion customers.")
 kb.add_edges(pd.DataFrame({"from_ref": ["chunk:a.md:c0000"], "to_ref": ["chunk:b.md:c0000"],
                            "type": ["references"], "evidence": [["chunk:a.md:c0000"]]}))
-questions = pd.DataFrame({"id": ["orion", "billing"], "question": ["Orion redesign", "nightly billing"],
+questions = pd.DataFrame({"id": ["orion", "billing"], "question": ["Orion service redesigned", "nightly billing"],
                           "gold": [["b.md"], ["c.md"]]})
 ev = crux_nb.evaluate({"plain": kb.recipe(steps=[retrieve(limit=1)]),
                        "expanded": kb.recipe(steps=[retrieve(limit=1), expand_relations(types=["references"])])},
