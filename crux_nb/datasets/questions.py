@@ -98,7 +98,7 @@ def load_multihop(name: str, *, root: str | os.PathLike | None = None, limit: in
     ...     print(3, ['id', 'question', 'gold'])
     3 ['id', 'question', 'gold']
     """
-    from ..knowledge_base import knowledge_base
+    from ..knowledgebase import knowledge_base
 
     if name not in MULTIHOP:
         raise ParameterError("load_multihop()", "name", f"one of {list(MULTIHOP)}", name)
