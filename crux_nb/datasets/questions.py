@@ -25,9 +25,10 @@ MULTIHOP = ("musique", "hotpotqa", "2wiki")
 
 def sample_questions_path() -> Path:
     """The JSON-lines file of the sample corpus's labelled questions."""
-    from . import sample_path
-
-    return sample_path().parent / "sample_questions.jsonl"
+    # beside the sample corpus: inside the package in a wheel, data/ at the top of a checkout
+    package = Path(__file__).parent / "data"
+    root = package if (package / "sample").is_dir() else Path(__file__).resolve().parents[2] / "data"
+    return root / "sample_questions.jsonl"
 
 
 def load_sample_questions() -> pd.DataFrame:
