@@ -149,3 +149,16 @@ def test_stored_vectors_stay_with_their_content_whatever_the_order():
     direct = emb.embed(kb.chunks["content"].tolist())
     embed_chunks(kb, emb)  # stored sorted by content hash, not in chunk order
     np.testing.assert_allclose(chunk_matrix(kb.state, emb), direct, atol=1e-6)
+
+
+def test_a_change_during_embedding_is_not_overwritten():
+    kb = make_kb()
+
+    def sneaky(texts):
+        kb.add_text("c.md", "# Gamma\n\nAdded while embedding.")  # another writer moves the state on
+        return np.ones((len(texts), 2))
+
+    with pytest.raises(CruxError) as info:
+        embed_chunks(kb, FunctionEmbedder(sneaky, dim=2, name="sneaky"))
+    assert info.value.code == "state_changed"
+    assert "c.md" in set(kb.documents["source_id"]) and len(kb.state.embeddings) == 0

@@ -128,15 +128,12 @@ def embed_chunks(kb: Any, embedder: Any = None, *, batch_size: int = DEFAULT_BAT
     vectors = _embed_batches(embedder, texts, batch_size, progress)  # raises before any commit
     rows = pd.DataFrame({"embedder": [fingerprint] * len(hashes), "content_hash": hashes,
                          "vector": pd.Series([v.astype("<f4").tobytes() for v in vectors], dtype="object")})
-    kb._commit(lambda current: _apply(current, state, rows))
+    kb.commit(lambda current: _apply(current, rows), expected=state)  # raises state_changed if kb moved on
     return EmbeddingResult(embedder=embedder.name, fingerprint=fingerprint, embedded=len(hashes), reused=reused,
                            dim=embedder.dim)
 
 
-def _apply(current: Any, expected: Any, rows: pd.DataFrame) -> Any:
-    if current is not expected:
-        raise CruxError("the knowledge base changed while chunks were being embedded.", code="concurrent_change",
-                        hint="call embed_chunks(kb, embedder) again.")
+def _apply(current: Any, rows: pd.DataFrame) -> Any:
     table = pd.concat([current.embeddings, rows], ignore_index=True) if len(current.embeddings) else rows
     table = table.sort_values(["embedder", "content_hash"], kind="stable").reset_index(drop=True)
     # a new state object: caches (lexical index, matrices) are rebuilt lazily, version moves on
