@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-EXTRAS ?= dev
+EXTRAS ?= dev,embed
 STAMP  := $(VENV)/.installed-$(EXTRAS)
 
 .PHONY: venv demo test test-fast bench clean

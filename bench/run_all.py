@@ -37,6 +37,7 @@ BENCHMARKS = [
     ("global search: scan all vs adaptive (Christmas Carol)", "global_search.py", "global_search"),
     ("GraphRAG import and global-search cost", "graphrag_import.py", "graphrag_import"),
     ("scale: 20,000-chunk pipeline and 1M-edge memory", "scale.py", "scale"),
+    ("dense and hybrid retrieval: latency, memory, Recall@5 on multi-hop samples", "dense.py", "dense"),
 ]
 PLOTS_DIR = BENCH_DIR / "plots"
 VERSIONS = ["pandas", "numpy", "pyarrow", "igraph", "leidenalg", "networkx", "graspologic-native", "bm25s",

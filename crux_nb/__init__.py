@@ -36,16 +36,18 @@ _LAZY_NAMES = {
     "global_search": ("crux_nb.retrieval", "global_search"),
     "custom_step": ("crux_nb.retrieval", "custom_step"),
     "View": ("crux_nb.views", "View"),
+    "evaluate": ("crux_nb.evaluation", "evaluate"),
+    "Evaluation": ("crux_nb.evaluation", "Evaluation"),
 }
 # user-facing subpackages first, then the ones step and model authors reach for
-_LAZY_MODULES = ("models", "datasets", "retrieval", "widgets", "io", "display", "testing",
+_LAZY_MODULES = ("models", "datasets", "retrieval", "widgets", "io", "display", "testing", "embeddings", "evaluation",
                  "community", "views", "store", "graph", "extract", "validation", "hits")
 
 __all__ = [
     "knowledge_base", "KnowledgeBase", "open", "communities",
-    "retrieve", "expand_relations", "global_search", "custom_step", "View",
+    "retrieve", "expand_relations", "global_search", "custom_step", "View", "evaluate", "Evaluation",
     "ChunkRef", "DocumentRef", "EntityRef", "ParentRef", "decode_ref", "encode_ref",
-    "models", "datasets", "retrieval", "widgets", "io", "errors", "refs", "__version__",
+    "models", "datasets", "retrieval", "widgets", "io", "embeddings", "evaluation", "errors", "refs", "__version__",
 ]
 
 

@@ -32,3 +32,8 @@ def _default(value: Any) -> Any:
     if hasattr(value, "tolist"):
         return value.tolist()
     return str(value)
+
+
+def text_hash(text: str) -> str:
+    """A short SHA-256 of ``text`` alone (the key of cached per-chunk vectors)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]

@@ -163,6 +163,11 @@ REPORT_FINDINGS = {
     "evidence": "object",
     "assertion_refs": "object",
 }
+EMBEDDINGS = {  # one vector per (embedder fingerprint, chunk content hash); see crux_nb.embeddings
+    "embedder": "str",
+    "content_hash": "str",
+    "vector": "object",  # float32 little-endian bytes of length 4 * dim
+}
 
 SCHEMAS: dict[str, dict[str, str]] = {
     "documents": DOCUMENTS,
@@ -177,6 +182,7 @@ SCHEMAS: dict[str, dict[str, str]] = {
     "community_members": COMMUNITY_MEMBERS,
     "reports": REPORTS,
     "report_findings": REPORT_FINDINGS,
+    "embeddings": EMBEDDINGS,
 }
 
 #: Columns holding JSON-like values (serialised as JSON text in Parquet).
@@ -274,7 +280,8 @@ def coerce(frame: pd.DataFrame, table: str) -> pd.DataFrame:
 def _coerce_series(series: pd.Series, kind: str, name: str) -> pd.Series:
     try:
         if kind == "object":
-            return pd.Series(list(series), dtype="object", name=series.name)
+            # keep the index: the other columns keep theirs, and DataFrame() aligns on it
+            return pd.Series(list(series), dtype="object", name=series.name, index=series.index)
         if kind == "str":
             return series.astype("str")
         if kind == "int":

@@ -10,6 +10,9 @@ Usage::
     python -m pytest tests/models -q
     python scripts/llama_server.py --stop
 
+    # a second server for /v1/embeddings (OpenAIEmbedder tests), with its own pidfile
+    export CRUX_LLAMA_EMBED_URL=$(python scripts/llama_server.py --embedding --pidfile /tmp/crux-llama-embed.json)
+
     # foreground: same, then keep running until Ctrl-C / SIGTERM
     python scripts/llama_server.py --foreground
 
@@ -69,7 +72,8 @@ def is_ready(base_url: str, timeout: float = 2.0) -> bool:
 
 
 def start(*, host: str = "127.0.0.1", port: int = 0, model: Path | None = None, n_ctx: int = 4096,
-          threads: int | None = None, log_path: Path | None = None, wait: float = 180.0) -> tuple[subprocess.Popen, str]:
+          threads: int | None = None, log_path: Path | None = None, wait: float = 180.0,
+          embedding: bool = False) -> tuple[subprocess.Popen, str]:
     """Start the server in its own process group and wait until it answers; returns ``(process, base_url)``."""
     model = model or find_model()
     port = port or free_port(host)
@@ -80,6 +84,8 @@ def start(*, host: str = "127.0.0.1", port: int = 0, model: Path | None = None, 
         sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", host, "--port", str(port),
         "--n_ctx", str(n_ctx), "--n_threads", str(threads), "--n_threads_batch", str(threads), "--verbose", "False",
     ]
+    if embedding:  # serve /v1/embeddings (for OpenAIEmbedder's tests)
+        cmd += ["--embedding", "True"]
     log = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115 - handed to the child
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     base_url = f"http://{host}:{port}/v1"
@@ -127,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: half the cores)")
     parser.add_argument("--wait", type=float, default=180.0, help="seconds to wait for /v1/models")
     parser.add_argument("--pidfile", type=Path, default=DEFAULT_PIDFILE)
+    parser.add_argument("--embedding", action="store_true", help="serve /v1/embeddings (use another --pidfile)")
     parser.add_argument("--log", type=Path, default=None, help="server output (default: <pidfile>.log)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--foreground", action="store_true", help="keep running until interrupted")
@@ -159,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     print(f"starting llama server (log: {log_path}) ...", file=sys.stderr)
     proc, url = start(host=args.host, port=args.port, model=args.model, n_ctx=args.n_ctx, threads=args.threads,
-                      log_path=log_path, wait=args.wait)
+                      log_path=log_path, wait=args.wait, embedding=args.embedding)
     args.pidfile.write_text(json.dumps({"pid": proc.pid, "url": url}))
     print(f"ready in {time.monotonic() - started:.1f} s: pid {proc.pid}", file=sys.stderr)
     print(url, flush=True)

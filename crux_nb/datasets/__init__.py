@@ -5,6 +5,9 @@ product company, Lumen Labs: release planning, launch-plan revisions, teams,
 services, incidents and decisions); ``load_sample()`` builds a knowledge base
 from it. ``load_python_reference()`` builds one from the Python language
 reference topics that ship with every Python (``pydoc_data.topics``).
+``load_sample_questions()`` gives the sample corpus's labelled questions and
+``load_multihop(name)`` a public multi-hop sample (MuSiQue, HotpotQA, 2Wiki) with
+its questions, for ``crux_nb.evaluate``.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from pathlib import Path
 
 from ..knowledgebase import KnowledgeBase, knowledge_base
 
-__all__ = ["sample_path", "sample_later_path", "sample_entities_path", "load_sample", "load_python_reference"]
+__all__ = ["sample_path", "sample_later_path", "sample_entities_path", "load_sample", "load_python_reference",
+           "load_sample_questions", "sample_questions_path", "load_multihop", "multihop_root"]
 
 _PACKAGE_DATA = Path(__file__).parent / "data"
 _REPO_DATA = Path(__file__).resolve().parents[2] / "data"
@@ -61,3 +65,6 @@ def load_python_reference(*, id: str = "pyref", chunk_size: int = 1200) -> Knowl
     kb = knowledge_base(id=id, chunk_size=chunk_size)
     kb.add_frame(frame, format="text")
     return kb
+
+
+from .questions import load_multihop, load_sample_questions, multihop_root, sample_questions_path  # noqa: E402

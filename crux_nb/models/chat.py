@@ -30,63 +30,22 @@ servers. Only the standard library is used (``urllib.request``).
 from __future__ import annotations
 
 import json
-import os
 import re
 import threading
-import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from dataclasses import dataclass, field
-from http.client import HTTPException
 from typing import Any
 
 from .._hashing import stable_hash
 from ..errors import ModelError, ParameterError, ValidationExhaustedError
 from .calllog import report_usage
 from .chat_prompts import build_messages, build_schema
+from .http import API_KEY_ENV_VARS, JsonEndpoint, Secret, check_base_url, mask_url, resolve_api_key
 
 __all__ = ["ChatModel", "Secret", "CHAT_MODEL_VERSION", "API_KEY_ENV_VARS"]
 
 CHAT_MODEL_VERSION = "1"
-API_KEY_ENV_VARS = ("CRUX_API_KEY", "OPENAI_API_KEY")
-_RETRY_AFTER_CAP = 60.0
-_RETRY_STATUS = frozenset({408, 409, 429})  # plus every 5xx
-_KEYLIKE = re.compile(r"\b(sk|pk|key|token)[-_][A-Za-z0-9_\-]{6,}", re.I)
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.S)
-
-
-class Secret:
-    """Holds a secret string; ``repr``/``str`` never show it. Call :meth:`reveal` to use it."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str):
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "Secret('***')"
-
-    __str__ = __repr__
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Secret) and other._value == self._value
-
-    def __hash__(self) -> int:
-        return hash(("Secret", self._value))
-
-
-def _mask_url(url: str) -> str:
-    """``base_url`` for display: user info and query values replaced by ``***``."""
-    parts = urllib.parse.urlsplit(url)
-    netloc = parts.netloc
-    if "@" in netloc:
-        netloc = "***@" + netloc.rsplit("@", 1)[1]
-    query = "&".join(f"{k}=***" for k, _v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True))
-    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+_mask_url = mask_url  # the name older callers used
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -115,18 +74,10 @@ class ChatModel:
 
     def __post_init__(self) -> None:
         owner = "ChatModel"
-        if not isinstance(self.base_url, str) or not urllib.parse.urlsplit(self.base_url).scheme in ("http", "https"):
-            raise ParameterError(owner, "base_url", "an http(s) URL", _mask_url(str(self.base_url)))
+        check_base_url(owner, self.base_url)
         if not isinstance(self.model, str) or not self.model.strip():
             raise ParameterError(owner, "model", "a non-empty string", self.model)
-        key = self.api_key
-        if key is None:
-            key = next((os.environ[v] for v in API_KEY_ENV_VARS if os.environ.get(v)), None)
-        if isinstance(key, str):
-            key = Secret(key) if key else None
-        elif key is not None and not isinstance(key, Secret):
-            raise ParameterError(owner, "api_key", "a string, a Secret or None", type(key).__name__)
-        object.__setattr__(self, "api_key", key)
+        object.__setattr__(self, "api_key", resolve_api_key(owner, self.api_key))
         if self.name is None:
             object.__setattr__(self, "name", f"chat:{self.model}")
         elif not isinstance(self.name, str) or not self.name.strip():
@@ -154,7 +105,10 @@ class ChatModel:
             "max_tokens": self.max_tokens,
         }
         object.__setattr__(self, "fingerprint", stable_hash(spec))
-        state = {"semaphore": threading.BoundedSemaphore(self.max_concurrency), "format": None, "lock": threading.Lock()}
+        endpoint = JsonEndpoint(base_url=self.base_url, api_key=self.api_key, label=f"ChatModel {self.name}",
+                                api_key_header=self.api_key_header, timeout=self.timeout, max_retries=self.max_retries,
+                                backoff=self.backoff, max_concurrency=self.max_concurrency)
+        state = {"endpoint": endpoint, "format": None, "lock": threading.Lock()}
         object.__setattr__(self, "_state", state)
 
     def __repr__(self) -> str:
@@ -249,82 +203,17 @@ class ChatModel:
             raise ValidationExhaustedError(prompt_id, [{"path": "", "code": code}], attempts=1, max_attempts=1) from None
 
     # -------------------------------------------------------------- transport
-    def _url(self, path: str) -> str:
-        parts = urllib.parse.urlsplit(self.base_url)
-        return urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/") + path, parts.query, ""))
-
-    def _headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": "crux_nb"}
-        if self.api_key is not None:
-            key = self.api_key.reveal()  # type: ignore[union-attr]
-            headers[self.api_key_header] = f"Bearer {key}" if self.api_key_header.lower() == "authorization" else key
-        return headers
-
-    def _redact(self, text: str) -> str:
-        if self.api_key is not None:
-            text = text.replace(self.api_key.reveal(), "***")  # type: ignore[union-attr]
-        return _KEYLIKE.sub("***", text)
-
     def _error(self, code: str, detail: str, *, attempts: int, status: int | None = None) -> ModelError:
-        where = f"POST {_mask_url(self._url('/chat/completions'))}"
-        shown = f"HTTP {status}: " if status is not None else ""
-        hints = {
-            "model_http_error": "check the base URL, the model name and the API key (CRUX_API_KEY / OPENAI_API_KEY).",
-            "model_timeout": "the server did not answer in time; raise timeout= or check that the server is up.",
-            "model_connection_error": "check that the server is running and reachable at base_url.",
-            "model_bad_response": "the endpoint is not OpenAI-compatible, or a proxy rewrote the response.",
-        }
-        err = ModelError(
-            self._redact(f"ChatModel {self.name}: {where} failed after {attempts} attempt(s): {shown}{detail}."),
-            code=code,
-            hint=hints.get(code),
-        )
-        err.status = status  # type: ignore[attr-defined]
-        err.attempts = attempts  # type: ignore[attr-defined]
-        return err
+        return self._state["endpoint"].error(code, detail, attempts=attempts, status=status, path="/chat/completions")
 
     def _post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
-        data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
-        attempts = self.max_retries + 1
-        last: tuple[str, str, int | None] = ("model_connection_error", "no attempt made", None)
-        for attempt in range(1, attempts + 1):
-            retry_after = 0.0
-            try:
-                request = urllib.request.Request(self._url(path), data=data, headers=self._headers(), method="POST")
-                with self._state["semaphore"]:
-                    with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                        raw = response.read()
-                try:
-                    body = json.loads(raw.decode("utf-8"))
-                except (UnicodeDecodeError, ValueError):
-                    raise self._error("model_bad_response", "the response body is not valid JSON", attempts=attempt) from None
-                if not isinstance(body, dict):
-                    raise self._error("model_bad_response", "the response body is not a JSON object", attempts=attempt)
-                return body
-            except urllib.error.HTTPError as exc:
-                status = exc.code
-                detail = self._redact(_error_detail(exc))  # redacted at once: tracebacks may show locals
-                if (status in (400, 422, 500) and self._state["format"] is None
-                        and (payload.get("response_format") or {}).get("type") == "json_schema"
-                        and re.search(r"response_format|json_schema", detail)):
-                    raise _FormatRejected() from None  # e.g. llama-cpp-python answers 500 "Input should be 'text' or 'json_object'"
-                if status not in _RETRY_STATUS and status < 500:
-                    raise self._error("model_http_error", self._redact(detail) or "request rejected", attempts=attempt, status=status) from None
-                last = ("model_http_error", "server error" if status >= 500 else "rate limited or busy", status)
-                retry_after = _retry_after(exc.headers.get("Retry-After") if exc.headers else None)
-            except TimeoutError:
-                last = ("model_timeout", f"no response within {self.timeout:g} s", None)
-            except urllib.error.URLError as exc:
-                if isinstance(exc.reason, TimeoutError):
-                    last = ("model_timeout", f"no response within {self.timeout:g} s", None)
-                else:
-                    last = ("model_connection_error", f"connection failed ({type(exc.reason).__name__})", None)
-            except (ConnectionError, HTTPException, OSError) as exc:
-                last = ("model_connection_error", f"connection failed ({type(exc).__name__})", None)
-            if attempt < attempts:
-                time.sleep(max(self.backoff * (2 ** (attempt - 1)), min(retry_after, _RETRY_AFTER_CAP)))
-        code, detail, status = last
-        raise self._error(code, detail, attempts=attempts, status=status)
+        def format_rejected(status: int, detail: str) -> None:
+            if (status in (400, 422, 500) and self._state["format"] is None
+                    and (payload.get("response_format") or {}).get("type") == "json_schema"
+                    and re.search(r"response_format|json_schema", detail)):
+                raise _FormatRejected()  # e.g. llama-cpp-python answers 500 "Input should be 'text' or 'json_object'"
+
+        return self._state["endpoint"].post(path, payload, on_http_error=format_rejected)
 
 
 _GRAMMAR_DROP = frozenset({"maxLength", "minLength", "additionalProperties", "minimum", "maximum"})
@@ -358,25 +247,3 @@ def _rebuild(kwargs: dict[str, Any]) -> ChatModel:
 
 class _FormatRejected(Exception):
     """The server does not accept ``response_format.type == "json_schema"``."""
-
-
-def _error_detail(exc: urllib.error.HTTPError) -> str:
-    try:
-        raw = exc.read(4096).decode("utf-8", "replace")
-    except Exception:  # noqa: BLE001 - the body is only a hint
-        return ""
-    try:
-        body = json.loads(raw)
-        message = body.get("error", body) if isinstance(body, dict) else body
-        if isinstance(message, dict):
-            message = message.get("message") or message.get("detail") or json.dumps(message)[:300]
-        return str(message)[:300]
-    except ValueError:
-        return raw[:300]
-
-
-def _retry_after(value: str | None) -> float:
-    try:
-        return max(0.0, float(value)) if value else 0.0
-    except ValueError:
-        return 0.0

@@ -14,7 +14,7 @@ from .expand import ExpandRelationsStep, expand_relations
 from .globalsearch import GlobalSearchStep, Preflight, global_search
 from .recipe import Recipe
 from .results import HitList, RetrievalResult
-from .retriever import BM25Leg, Leg, RetrieveStep, retrieve
+from .retriever import BM25Leg, DenseLeg, Leg, RetrieveStep, retrieve
 from .trace import KnowledgeTrace, RecipeTrace, StepTrace
 from .types import KnowledgeBinding, PlannedQuery, Request, StepContext, StepInput, StepOutput
 
@@ -23,5 +23,5 @@ from .types import KnowledgeBinding, PlannedQuery, Request, StepContext, StepInp
 __all__ = [
     "retrieve", "expand_relations", "global_search", "custom_step", "Recipe", "HitList", "RetrievalResult",
     "EvidenceHit", "FindingHit", "FindingCitation", "RetrieverHit", "RecipeTrace", "StepTrace", "KnowledgeTrace",
-    "Preflight", "BM25Leg", "Leg", "StepInput", "StepOutput", "StepContext",
+    "Preflight", "BM25Leg", "DenseLeg", "Leg", "StepInput", "StepOutput", "StepContext",
 ]

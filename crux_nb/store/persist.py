@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import NotFoundError, ParameterError, StorageError
-from ..schema import JSON_COLUMNS, SCHEMAS, TUPLE_COLUMNS, coerce, frozen_metadata, has_surrogate
+from ..schema import JSON_COLUMNS, SCHEMAS, TUPLE_COLUMNS, coerce, empty_frame, frozen_metadata, has_surrogate
 from .lease import Lease
 from .state import KBState
 
@@ -45,6 +45,8 @@ PARTITION_ROWS = 100_000
 _GEN = re.compile(r"^g(\d{6,})$")
 _RESTORE = "the saved folder was changed outside crux_nb; restore it from a backup (kb.save keeps the previous generation)."
 _PART = re.compile(r"^part-\d{5}\.parquet$")
+#: Tables added after format 2 was first written: a generation saved before them opens with them empty.
+LATER_TABLES = frozenset({"embeddings"})
 
 
 def _fsync_dir(path: Path) -> None:
@@ -236,7 +238,8 @@ def _read_generation(root: Path, generation: str, *, verify: bool) -> tuple[dict
     if manifest.get("format_version", 0) > FORMAT_VERSION:
         raise StorageError(f"{str(root)!r} was written by a newer crux_nb (format {manifest.get('format_version')}).",
                            hint="upgrade crux_nb to open it.")
-    frames = {table: _read_table(root, folder, generation, table, tables.get(table), verify=verify)
+    frames = {table: empty_frame(table) if table in LATER_TABLES and table not in tables
+              else _read_table(root, folder, generation, table, tables.get(table), verify=verify)
               for table in SCHEMAS}
     return meta, KBState(**frames)
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from .._hashing import stable_id
+from .._hashing import stable_id, text_hash
 from ..errors import InputError
 from ..refs import DocumentRef, EntityRef, ParentRef, as_ref, encode_ref
 from ..schema import SCHEMAS, check_unicode, coerce, empty_frame, require_columns
@@ -41,6 +41,7 @@ class KBState:
     community_members: pd.DataFrame = field(default_factory=lambda: empty_frame("community_members"))
     reports: pd.DataFrame = field(default_factory=lambda: empty_frame("reports"))
     report_findings: pd.DataFrame = field(default_factory=lambda: empty_frame("report_findings"))
+    embeddings: pd.DataFrame = field(default_factory=lambda: empty_frame("embeddings"))
     version: int = 0
 
     @cached_property
@@ -68,6 +69,15 @@ class Lookup:
         self.parent_title = dict(zip(zip(parents["source_id"], parents["parent_id"]), parents["title"]))
         docs = state.documents
         self.document_path = {s: (p if isinstance(p, str) else None) for s, p in zip(docs["source_id"], docs["path"])}
+
+
+def embeddings_for(embeddings: pd.DataFrame, chunks: pd.DataFrame) -> pd.DataFrame:
+    """The stored vectors whose chunk content is still among ``chunks`` (the others went with their chunks)."""
+    if not len(embeddings):
+        return embeddings
+    alive = {text_hash(c) for c in chunks["content"].tolist()}
+    kept = embeddings[embeddings["content_hash"].isin(alive)]
+    return embeddings if len(kept) == len(embeddings) else kept.reset_index(drop=True)
 
 
 def _sorted(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
@@ -107,9 +117,10 @@ def without_sources(state: KBState, source_ids: set[str]) -> KBState:
     evidence = evidence[evidence["edge_id"].isin(edges["edge_id"])]
     used = set(edges["from_ref"]) | set(edges["to_ref"])
     entities = state.entities[state.entities["ref"].isin(used)]
+    chunks = keep(state.chunks).reset_index(drop=True)
     return replace(state, documents=keep(state.documents).reset_index(drop=True),
                    parents=keep(state.parents).reset_index(drop=True),
-                   chunks=keep(state.chunks).reset_index(drop=True),
+                   chunks=chunks, embeddings=embeddings_for(state.embeddings, chunks),
                    entities=entities.reset_index(drop=True), edges=edges.reset_index(drop=True),
                    edge_evidence=evidence.reset_index(drop=True), version=state.version + 1)
 
@@ -122,7 +133,8 @@ def with_sources(state: KBState, specs: list[SourceSpec], *, chunk_size: int) ->
     documents = _concat("documents", [base.documents, pd.DataFrame([r.document for r in rows])])
     parents = _concat("parents", [base.parents, pd.DataFrame([p for r in rows for p in r.parents])])
     chunks = _concat("chunks", [base.chunks, pd.DataFrame([c for r in rows for c in r.chunks])])
-    return replace(base, documents=_sorted(documents, ["source_id"]),
+    # vectors are keyed by content, so a re-added source with unchanged chunks keeps its vectors
+    return replace(base, documents=_sorted(documents, ["source_id"]), embeddings=embeddings_for(state.embeddings, chunks),
                    parents=_sorted(parents, ["source_id", "ordinal", "parent_id"]),
                    chunks=_sorted(chunks, ["source_id", "ordinal", "chunk_id"]),
                    version=state.version + 1)

@@ -23,3 +23,7 @@ from .explorer import CommunityExplorer
 
 __all__ += ["CoverageView", "CoverageData", "CoverageFinding", "coverage_data", "coverage_html", "coverage_svg",
             "CommunityExplorer", "CommunityInfo", "ExplorerData", "explorer_data", "explorer_html", "explorer_svg"]
+
+from .evaluation import EvaluationView
+
+__all__ += ["EvaluationView"]

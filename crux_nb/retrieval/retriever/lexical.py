@@ -59,23 +59,79 @@ class BM25Leg:
         return np.asarray(index.get_scores(terms), dtype=float)
 
 
-def ranked(scores: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
-    """Row indices with a positive score, best first; ties keep chunk order (source, ordinal)."""
+def top_order(values: np.ndarray, rows: np.ndarray, top: int | None) -> np.ndarray:
+    """The first ``top`` of ``rows`` ordered by (value descending, row ascending); all of them for ``top=None``.
+
+    Exactly the head of the full stable sort, found with a partial partition (O(n)) when ``top``
+    is small: rows tying with the cut-off value are taken in row order.
+    """
+    if top is None or top >= len(rows):
+        return rows[np.lexsort((rows, -values))]
+    if top <= 0:
+        return rows[:0]
+    cut = np.partition(values, len(values) - top)[len(values) - top]  # the top-th largest value
+    above = values > cut
+    tied = np.flatnonzero(values == cut)
+    tied = tied[np.argsort(rows[tied], kind="stable")][: top - int(above.sum())]  # ties: lowest rows first
+    keep = np.concatenate([np.flatnonzero(above), tied])
+    return rows[keep[np.lexsort((rows[keep], -values[keep]))]]
+
+
+def ranked(scores: np.ndarray, mask: np.ndarray | None = None, *, top: int | None = None) -> np.ndarray:
+    """Row indices with a positive score, best first; ties keep chunk order (source, ordinal); the first ``top``."""
     keep = scores > 0
     if mask is not None:
         keep &= mask
     rows = np.flatnonzero(keep)
-    order = np.argsort(-scores[rows], kind="stable")
-    return rows[order]
+    return top_order(scores[rows], rows, top)
 
 
-def rrf(rankings: list[tuple[np.ndarray, float]], *, k: int = RRF_K) -> tuple[np.ndarray, np.ndarray]:
-    """Fuse ranked row lists with weights: score = sum of weight / (k + rank), rank from 1."""
-    fused: dict[int, float] = {}
-    for rows, weight in rankings:
-        for rank, row in enumerate(rows.tolist(), start=1):
-            fused[row] = fused.get(row, 0.0) + weight / (k + rank)
-    if not fused:
+def rrf(rankings: list[tuple[np.ndarray, float]], *, k: int = RRF_K,
+        top: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Fuse ranked row lists with weights: score = sum of weight / (k + rank), rank from 1; the best ``top`` rows.
+
+    >>> rows, fused = rrf([(np.array([2, 0]), 1.0), (np.array([0, 1]), 1.0)])
+    >>> rows.tolist(), [round(f, 5) for f in fused.tolist()]
+    ([0, 2, 1], [0.03252, 0.01639, 0.01613])
+    """
+    rankings = [(np.asarray(rows, dtype=np.int64), float(weight)) for rows, weight in rankings]
+    rankings = [(rows, weight) for rows, weight in rankings if len(rows)]
+    if not rankings:
         return np.zeros(0, dtype=int), np.zeros(0)
-    rows = np.array(sorted(fused, key=lambda r: (-fused[r], r)))
-    return rows, np.array([fused[r] for r in rows.tolist()])
+    every = np.concatenate([rows for rows, _ in rankings])
+    terms = np.concatenate([weight / (k + np.arange(1, len(rows) + 1)) for rows, weight in rankings])
+    size = int(every.max()) + 1
+    fused = np.bincount(every, weights=terms, minlength=size)
+    candidates = np.flatnonzero(fused > 0)  # every term is positive: exactly the rows of some ranking
+    order = top_order(fused[candidates], candidates, top)
+    return order, fused[order]
+
+
+def fusion_depth(weights: list[float], top: int, *, k: int = RRF_K) -> int:
+    """How deep each ranking must be read so the best ``top`` fused rows are all found.
+
+    A row below depth ``D`` in every ranking scores at most ``sum(w) / (k + D + 1)``; each of the
+    first ``top`` rows of the heaviest ranking scores at least ``max(w) / (k + top)``.
+    """
+    return max(top, int(np.ceil(sum(weights) / max(weights) * (k + top))) - k + 1)
+
+
+def ranks_of(scores: np.ndarray, valid: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The 1-based rank of each of ``rows`` in ``ranked`` order of the ``valid`` rows (0 where not valid).
+
+    Equal to ``list(ranked(...)).index(row) + 1`` without sorting the whole ranking.
+    """
+    values = np.sort(scores[valid])  # ascending
+    own = scores[rows]
+    above = len(values) - np.searchsorted(values, own, side="right")
+    out = above + 1
+    ties = np.flatnonzero(np.searchsorted(values, own, side="right") - np.searchsorted(values, own, side="left") > 1)
+    if len(ties) > 8:  # many ties (BM25 on short texts): one full ordering is cheaper than a scan per tie
+        order = ranked(scores, valid)
+        position = np.zeros(len(scores), dtype=np.int64)
+        position[order] = np.arange(1, len(order) + 1)
+        return position[rows]
+    for i in ties.tolist():  # equal scores keep row order: count the equal rows before this one
+        out[i] += int(np.count_nonzero(valid[: rows[i]] & (scores[: rows[i]] == own[i])))
+    out[~valid[rows]] = 0
+    return out

@@ -14,7 +14,7 @@ from ...validation import check_int, check_name
 from ..base import Step, changed
 from ..filters import filter_mask
 from ..types import StepContext, StepInput, StepOutput
-from .lexical import BM25Leg, Leg, ranked, rrf
+from .lexical import RRF_K, BM25Leg, Leg, fusion_depth, ranked, ranks_of, top_order
 
 __all__ = ["RetrieveStep", "retrieve"]
 
@@ -56,9 +56,12 @@ class RetrieveStep(Step):
                 mask &= state.chunks["source_id"].isin(context.members).to_numpy()
             for leg in self.legs:
                 scores = leg.scores(state, planned.query)
-                groups.append((planned, leg, ranked(scores, mask), scores))
-        hits = self._single(groups[0], context) if len(groups) == 1 else self._fused(groups, context)
-        return StepOutput(hits=tuple(hits))
+                groups.append((planned, leg, scores, mask))
+        if len(groups) == 1:  # one ranking: only its head is needed
+            planned, leg, scores, mask = groups[0]
+            return StepOutput(hits=tuple(self._single((planned, leg, ranked(scores, mask, top=self.limit), scores),
+                                                      context)))
+        return StepOutput(hits=tuple(self._fused(groups, context)))
 
     def _single(self, group, context: StepContext):
         planned, leg, rows, scores = group
@@ -72,16 +75,26 @@ class RetrieveStep(Step):
         return out
 
     def _fused(self, groups, context: StepContext):
-        rankings = [(rows, planned.weight or 1.0) for planned, _, rows, _ in groups]
-        rows, fused = rrf(rankings)
+        # a leg's own weight (DenseLeg(weight=...)) scales its RRF term, as a planned query's weight does
+        weights = [(planned.weight or 1.0) * float(getattr(leg, "weight", 1.0)) for planned, leg, _, _ in groups]
+        # only the head of each ranking can reach the fused top (fusion_depth); the candidates' exact
+        # ranks in every ranking then give their exact fused scores without sorting whole rankings
+        depth = fusion_depth(weights, self.limit)
+        valids = [(scores > 0) & mask for _, _, scores, mask in groups]
+        heads = [top_order(scores[valid], np.flatnonzero(valid), depth) for (_, _, scores, _), valid in zip(groups, valids)]
+        candidates = np.unique(np.concatenate(heads)) if heads else np.zeros(0, dtype=np.int64)
+        all_ranks = [ranks_of(scores, valid, candidates) for (_, _, scores, _), valid in zip(groups, valids)]
+        fused = sum(np.where(r > 0, w / (RRF_K + np.maximum(r, 1)), 0.0) for r, w in zip(all_ranks, weights))
+        order = top_order(np.asarray(fused, dtype=float), np.arange(len(candidates)), self.limit)
         out = []
-        for row, score in zip(rows[: self.limit].tolist(), fused[: self.limit].tolist()):
+        for i in order.tolist():
+            row, score = int(candidates[i]), float(fused[i])
             per_source, ranks, matched = [], {}, []
-            for planned, leg, leg_rows, _ in groups:
-                hit_rank = np.flatnonzero(leg_rows == row)
-                if len(hit_rank):
-                    rank = int(hit_rank[0]) + 1
-                    per_source.append(SourceScore(leg.id, 1.0 / rank, rank, planned.weight))
+            for (planned, leg, _, _), leg_ranks, weight in zip(groups, all_ranks, weights):
+                rank = int(leg_ranks[i])
+                if rank:
+                    shown = planned.weight if float(getattr(leg, "weight", 1.0)) == 1.0 else weight
+                    per_source.append(SourceScore(leg.id, 1.0 / rank, rank, shown))
                     ranks[leg.id] = rank
                     if planned.query not in matched:
                         matched.append(planned.query)

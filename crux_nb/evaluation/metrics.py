@@ -1,0 +1,116 @@
+"""Per-question retrieval metrics against gold: chunk refs, source ids, or a predicate on hits.
+
+A gold item is a chunk ref (``"chunk:<source>:<chunk>"`` or a :class:`~crux_nb.refs.ChunkRef`)
+or a source id (any other string); a hit matches it when its chunk is that chunk, or
+when it comes from that source (a finding hit matches through the chunks it cites).
+Each gold item counts once, however many hits match it. With a predicate there is
+one gold item: "some hit makes the predicate true".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ParameterError
+from ..refs import encode_ref, is_ref
+
+__all__ = ["Gold", "as_gold", "hit_matches", "question_metrics", "metric_names"]
+
+
+@dataclass(frozen=True)
+class Gold:
+    """What counts as a relevant hit for one question."""
+
+    items: tuple[str, ...] = ()
+    predicate: Callable[[Any], bool] | None = None
+
+    @property
+    def size(self) -> int:
+        return 1 if self.predicate is not None else len(self.items)
+
+    def matched(self, hit: Any) -> set[int]:
+        """Indices of the gold items ``hit`` matches."""
+        if self.predicate is not None:
+            return {0} if self.predicate(hit) else set()
+        chunks, sources = _identities(hit)
+        return {i for i, item in enumerate(self.items) if (item in chunks if item.startswith("chunk:") else item in sources)}
+
+
+def _identities(hit: Any) -> tuple[set[str], set[str]]:
+    """The chunk refs and source ids a hit stands for."""
+    if getattr(hit, "kind", None) == "finding":
+        refs = [encode_ref(r) for r in hit.citation.supports if getattr(r, "kind", None) == "chunk"]
+        return set(refs), {r.source_id for r in hit.citation.supports if getattr(r, "kind", None) == "chunk"}
+    return {encode_ref(hit.ref)}, {hit.source.id}
+
+
+def as_gold(value: Any, *, where: str = "evaluate()") -> Gold:
+    """A :class:`Gold` from a list of chunk refs / source ids, a single one, or a predicate ``hit -> bool``.
+
+    >>> as_gold(["chunk:a.md:c0001", "b.md"]).items
+    ('chunk:a.md:c0001', 'b.md')
+    """
+    if isinstance(value, Gold):
+        return value
+    if callable(value) and not is_ref(value):
+        return Gold(predicate=value)
+    if isinstance(value, str) or is_ref(value):
+        value = [value]
+    if not isinstance(value, Iterable):
+        raise ParameterError(where, "gold", "a list of chunk refs or source ids, or a predicate on hits", value)
+    items = []
+    for item in value:
+        text = encode_ref(item) if is_ref(item) else item
+        if not isinstance(text, str) or not text:
+            raise ParameterError(where, "gold", "a list of chunk refs or source ids (non-empty strings)", item)
+        if text not in items:
+            items.append(text)
+    if not items:
+        raise ParameterError(where, "gold", "a non-empty list of chunk refs or source ids", list(value))
+    return Gold(items=tuple(items))
+
+
+def hit_matches(hits: Sequence[Any], gold: Gold) -> list[bool]:
+    """For each hit in order: does it match a gold item no earlier hit matched (a *new* relevant hit)?"""
+    found: set[int] = set()
+    out = []
+    for hit in hits:
+        new = gold.matched(hit) - found
+        found |= new
+        out.append(bool(new))
+    return out
+
+
+def metric_names(ks: Sequence[int]) -> list[str]:
+    """Column names in order: ``recall@k``, ``precision@k``, ``hit@k`` per k, ``mrr``, ``ndcg@k`` per k."""
+    return ([f"{m}@{k}" for m in ("recall", "precision", "hit") for k in ks] + ["mrr"] + [f"ndcg@{k}" for k in ks])
+
+
+def question_metrics(hits: Sequence[Any], gold: Gold, ks: Sequence[int]) -> dict[str, float]:
+    """Recall@k, precision@k, hit@k, MRR and nDCG@k (binary gains) of one ranked hit list.
+
+    >>> from types import SimpleNamespace as N
+    >>> from crux_nb.refs import ChunkRef
+    >>> hit = lambda s, c: N(kind="evidence", ref=ChunkRef(s, c), source=N(id=s))
+    >>> m = question_metrics([hit("x.md", "c1"), hit("a.md", "c1")], as_gold(["a.md", "b.md"]), [1, 2])
+    >>> m["recall@2"], m["precision@2"], m["mrr"], round(m["ndcg@2"], 3)
+    (0.5, 0.5, 0.5, 0.387)
+    """
+    relevant = hit_matches(hits, gold)
+    out: dict[str, float] = {}
+    for k in ks:
+        out[f"recall@{k}"] = sum(relevant[:k]) / gold.size
+    for k in ks:
+        out[f"precision@{k}"] = sum(relevant[:k]) / k
+    for k in ks:
+        out[f"hit@{k}"] = float(any(relevant[:k]))
+    first = next((i for i, r in enumerate(relevant) if r), None)
+    out["mrr"] = 0.0 if first is None else 1.0 / (first + 1)
+    for k in ks:
+        dcg = sum(1.0 / math.log2(i + 2) for i, r in enumerate(relevant[:k]) if r)
+        ideal = sum(1.0 / math.log2(i + 2) for i in range(min(gold.size, k)))
+        out[f"ndcg@{k}"] = dcg / ideal if ideal else 0.0
+    return out

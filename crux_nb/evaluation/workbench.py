@@ -1,0 +1,224 @@
+"""``crux_nb.evaluate``: run recipes over labelled questions and compare them per question.
+
+An :class:`Evaluation` keeps every run's hits and trace, so the per-question
+frame, the summary, paired comparisons, plots and the drill-down view all read
+the same runs. Latencies are measured but never shown in a repr (notebook
+outputs stay deterministic).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ParameterError
+from ..schema import require_columns
+from .compare import Comparison, paired_comparison
+from .metrics import Gold, as_gold, hit_matches, metric_names, question_metrics
+
+__all__ = ["Evaluation", "Run", "evaluate"]
+
+
+@dataclass(frozen=True)
+class Run:
+    """One recipe on one question: its hits, trace, and which hits matched new gold items."""
+
+    recipe: str
+    question_id: str
+    question: str
+    gold: Gold
+    hits: tuple
+    relevant: tuple[bool, ...]
+    trace: Any
+    latency_ms: float
+    metrics: Mapping[str, float]
+
+    def __repr__(self) -> str:
+        return f"Run(recipe={self.recipe!r}, question_id={self.question_id!r}, hits={len(self.hits)})"
+
+
+def _model_cost(trace: Any) -> tuple[int, int]:
+    """(model calls, input + output characters) recorded by the trace's steps."""
+    calls = chars = 0
+    for step in getattr(trace, "steps", ()):
+        log = getattr(step.knowledge, "calls", None) if step.knowledge is not None else None
+        for record in getattr(log, "records", ()) or ():
+            calls += 1
+            chars += int(record.input_chars) + int(record.output_chars)
+    return calls, chars
+
+
+def _check_k(k: Any) -> tuple[int, ...]:
+    values = (k,) if isinstance(k, int) and not isinstance(k, bool) else tuple(k) if isinstance(k, Sequence) else ()
+    if not values or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in values):
+        raise ParameterError("evaluate()", "k", "a positive integer or a sequence of them", k)
+    return tuple(sorted(set(values)))
+
+
+def _question_rows(questions: Any) -> list[tuple[str, str, Gold]]:
+    require_columns(questions, ["question", "gold"], what="the questions passed to evaluate()")
+    ids = questions["id"].astype(str).tolist() if "id" in questions.columns else [
+        f"q{i + 1:03d}" for i in range(len(questions))]
+    if len(set(ids)) != len(ids):
+        raise ParameterError("evaluate()", "questions", "a frame with distinct ids", ids)
+    rows = []
+    for qid, text, gold in zip(ids, questions["question"].tolist(), questions["gold"].tolist()):
+        if not isinstance(text, str) or not text.strip():
+            raise ParameterError("evaluate()", "questions", "non-empty question strings", text)
+        rows.append((qid, text, as_gold(gold, where=f"evaluate() question {qid!r}")))
+    if not rows:
+        raise ParameterError("evaluate()", "questions", "a frame with at least one question", len(questions))
+    return rows
+
+
+def evaluate(recipes: Mapping[str, Any], questions: pd.DataFrame, *, k: Sequence[int] | int = (1, 5, 10)) -> Evaluation:
+    """Run each recipe on each question and score its hits against the gold.
+
+    Parameters
+    ----------
+    recipes : mapping of name to recipe
+        Anything with ``retrieve_with_trace(query)`` (``kb.recipe(...)``, ``view.recipe(...)``).
+    questions : DataFrame
+        Columns ``question`` and ``gold`` (a list of chunk refs or source ids, or a
+        predicate ``hit -> bool``); an ``id`` column names the questions.
+    k : int or sequence of int
+        The cut-offs of ``recall@k``, ``precision@k``, ``hit@k`` and ``ndcg@k``.
+
+    Examples
+    --------
+    >>> import crux_nb, pandas as pd
+    >>> kb = crux_nb.knowledge_base(id="ev")
+    >>> kb.add_text("plan.md", "# Plan\\n\\nThe launch plan moved to April.")
+    >>> kb.add_text("team.md", "# Team\\n\\nPriya leads the platform team.")
+    >>> questions = pd.DataFrame({"question": ["When is the launch?", "Who leads platform?"],
+    ...                           "gold": [["plan.md"], ["team.md"]]})
+    >>> ev = crux_nb.evaluate({"bm25": kb.recipe()}, questions, k=(1, 5))
+    >>> ev
+    Evaluation(recipes=['bm25'], questions=2, k=(1, 5))
+    >>> ev.summary()[["recall@1", "mrr"]]
+            recall@1  mrr
+    recipe
+    bm25         1.0  1.0
+    """
+    if not isinstance(recipes, Mapping) or not recipes:
+        raise ParameterError("evaluate()", "recipes", "a non-empty mapping of names to recipes", recipes)
+    for name, recipe in recipes.items():
+        if not isinstance(name, str) or not hasattr(recipe, "retrieve_with_trace"):
+            raise ParameterError("evaluate()", "recipes", "names (str) mapped to recipes (kb.recipe(...))", name)
+    ks = _check_k(k)
+    rows = _question_rows(questions)
+    runs = []
+    for name, recipe in recipes.items():
+        for qid, text, gold in rows:
+            started = time.perf_counter()
+            result = recipe.retrieve_with_trace(text)
+            latency = (time.perf_counter() - started) * 1000.0
+            hits = tuple(result.hits)
+            runs.append(Run(recipe=name, question_id=qid, question=text, gold=gold, hits=hits,
+                            relevant=tuple(hit_matches(hits, gold)), trace=result.trace, latency_ms=latency,
+                            metrics=question_metrics(hits, gold, ks)))
+    return Evaluation(runs=tuple(runs), recipes=tuple(recipes), question_ids=tuple(r[0] for r in rows), ks=ks)
+
+
+class Evaluation:
+    """The runs of :func:`evaluate`: frames, a paired comparison, plots and a drill-down view."""
+
+    def __init__(self, *, runs: tuple[Run, ...], recipes: tuple[str, ...], question_ids: tuple[str, ...],
+                 ks: tuple[int, ...]):
+        self.runs = runs
+        self.recipes = recipes
+        self.question_ids = question_ids
+        self.ks = ks
+        self._by_key = {(r.recipe, r.question_id): r for r in runs}
+
+    def run(self, recipe: str, question_id: str) -> Run:
+        """The run of ``recipe`` on question ``question_id``."""
+        self._check_recipe(recipe)
+        if question_id not in self.question_ids:
+            raise ParameterError("Evaluation.run()", "question_id", f"one of {list(self.question_ids)[:5]}...",
+                                 question_id)
+        return self._by_key[(recipe, question_id)]
+
+    def _check_recipe(self, name: str, param: str = "recipe") -> None:
+        if name not in self.recipes:
+            raise ParameterError("Evaluation", param, f"one of {list(self.recipes)}", name)
+
+    @property
+    def metrics(self) -> list[str]:
+        return metric_names(self.ks)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per (recipe, question): the metrics, ``latency_ms``, ``model_calls``, ``model_chars``, ``n_hits``."""
+        records = []
+        for run in self.runs:
+            calls, chars = _model_cost(run.trace)
+            records.append({"recipe": run.recipe, "question_id": run.question_id, "question": run.question,
+                            "n_gold": run.gold.size, **run.metrics, "latency_ms": run.latency_ms,
+                            "model_calls": calls, "model_chars": chars, "n_hits": len(run.hits)})
+        frame = pd.DataFrame(records)
+        for column in ("recipe", "question_id", "question"):
+            frame[column] = frame[column].astype("str")
+        return frame
+
+    def summary(self) -> pd.DataFrame:
+        """One row per recipe (in the given order): mean metrics, latency p50/p95, total model calls and characters."""
+        frame = self.to_frame()
+        grouped = frame.groupby("recipe", sort=False)
+        out = grouped[self.metrics].mean()
+        out["latency_p50_ms"] = grouped["latency_ms"].median()
+        out["latency_p95_ms"] = grouped["latency_ms"].quantile(0.95)
+        out["model_calls"] = grouped["model_calls"].sum()
+        out["model_chars"] = grouped["model_chars"].sum()
+        out["questions"] = grouped.size()
+        return out.reindex(list(self.recipes))
+
+    def compare(self, a: str, b: str, *, metric: str = "recall@5", n_boot: int = 2000, seed: int = 0,
+                confidence: float = 0.95) -> Comparison:
+        """Paired comparison of recipe ``b`` against ``a`` on ``metric`` (wins = questions where ``b`` scores higher)."""
+        self._check_recipe(a, "a")
+        self._check_recipe(b, "b")
+        if metric not in self.metrics:
+            raise ParameterError("Evaluation.compare()", "metric", f"one of {self.metrics}", metric)
+        left = np.array([self._by_key[(a, q)].metrics[metric] for q in self.question_ids])
+        right = np.array([self._by_key[(b, q)].metrics[metric] for q in self.question_ids])
+        return paired_comparison(a, b, metric, left, right, question_ids=self.question_ids, n_boot=n_boot,
+                                 seed=seed, confidence=confidence)
+
+    def recall_curve(self, *, max_k: int | None = None) -> pd.DataFrame:
+        """Mean Recall@k for k = 1..``max_k`` (default: the largest k), one column per recipe."""
+        top = max(self.ks) if max_k is None else max_k
+        data = {}
+        for name in self.recipes:
+            runs = [self._by_key[(name, q)] for q in self.question_ids]
+            data[name] = [float(np.mean([sum(r.relevant[:k]) / r.gold.size for r in runs])) for k in range(1, top + 1)]
+        return pd.DataFrame(data, index=pd.Index(range(1, top + 1), name="k"))
+
+    def plot_recall(self, *, max_k: int | None = None, ax: Any = None):
+        """Recall@k curves per recipe (matplotlib); returns the axes."""
+        from .plots import recall_curves
+
+        return recall_curves(self.recall_curve(max_k=max_k), ax=ax)
+
+    def plot_scatter(self, a: str, b: str, *, metric: str = "recall@5", ax: Any = None):
+        """Per-question ``metric`` of recipe ``a`` (x) against ``b`` (y); returns the axes."""
+        from .plots import paired_scatter
+
+        return paired_scatter(self.compare(a, b, metric=metric, n_boot=1), ax=ax)
+
+    def drilldown(self, question: str | int = 0, *, recipes: Sequence[str] | None = None, top: int | None = None):
+        """A static view of one question: each recipe's hits side by side, gold marked, expansion paths shown."""
+        from .drilldown import DrillDown
+
+        qid = self.question_ids[question] if isinstance(question, int) else question
+        names = tuple(self.recipes if recipes is None else recipes)
+        for name in names:
+            self._check_recipe(name, "recipes")
+        return DrillDown(self, qid, names, top=top or max(self.ks))
+
+    def __repr__(self) -> str:
+        return f"Evaluation(recipes={list(self.recipes)}, questions={len(self.question_ids)}, k={self.ks})"
