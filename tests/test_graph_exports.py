@@ -252,3 +252,14 @@ def test_expansion_graph_needs_an_expansion(kb):
     result = kb.recipe(steps=[retrieve(limit=3)]).retrieve_with_trace("launch plan")
     with pytest.raises(ParameterError, match="expand_relations"):
         expansion_graph(result)
+
+
+def test_expansion_view_exports_its_subgraph(kb, expanded):
+    from crux_nb.widgets import ExpansionView
+
+    view = ExpansionView(expanded, kb=kb)
+    assert list(view.to_networkx().edges(keys=True, data=True)) == list(expansion_graph(expanded, kb=kb).edges(keys=True, data=True))
+    assert dict(view.to_networkx().nodes(data="label")) == dict(expansion_graph(expanded, kb=kb).nodes(data="label"))
+    view.filter(max_distance=0)
+    shown = {x.ref for x in view.visible}
+    assert {n for n, role in view.to_networkx(shown_only=True).nodes(data="role") if role == "added"} == shown

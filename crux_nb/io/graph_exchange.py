@@ -201,7 +201,7 @@ def expansion_graph(result: Any, *, kb: Any = None, step: str | None = None) -> 
         trace = getattr(result, "trace", result)
         details = _expansion_step(trace, step).details
         seeds, expansions = tuple(details.get("seeds", ())), tuple(details["expansions"])
-    names: dict[str, str] = {}
+    names: dict[str, str] = dict(getattr(result, "names", None) or {})
     if kb is not None:
         names.update(zip(kb.entities["ref"], kb.entities["canonical_name"]))
     graph = nx.MultiDiGraph()
