@@ -88,12 +88,20 @@ def _llama_links() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def env() -> dict[str, str]:
+def env(tmp_path_factory) -> dict[str, str]:
     clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
     links = _llama_links()
-    if links and "UV_FIND_LINKS" not in clean:
+    if links and "UV_FIND_LINKS" not in clean:  # outside CI: use the wheelhouse .ci/run left, pinned as it pins it
         clean["UV_FIND_LINKS"] = ",".join(links)
+        newest = sorted((w.name for w in Path(links[0]).glob("llama_cpp_python-*.whl")), key=_version)[-1]
+        constraints = tmp_path_factory.mktemp("constraints") / "constraints.txt"
+        constraints.write_text(f"llama-cpp-python=={newest.split('-')[1]}\n")
+        clean.setdefault("UV_CONSTRAINT", str(constraints))
     return clean
+
+
+def _version(wheel_name: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", wheel_name.split("-")[1]))
 
 
 @pytest.fixture(scope="module")
@@ -109,13 +117,15 @@ def wheel(tmp_path_factory, env) -> Path:
     return wheel
 
 
-def _venv(tmp_path_factory, env, wheel: Path, extras: list[str]) -> Path:
+def _venv(tmp_path_factory, env, wheel: Path, extras: list[str], *, no_build: bool = False) -> Path:
     folder = tmp_path_factory.mktemp("venv-" + ("-".join(extras) or "core"))
     _run([sys.executable, "-m", "uv", "venv", "--quiet", "--python", sys.executable, str(folder / "venv")],
          cwd=folder, env=env)
     python = folder / "venv" / "bin" / "python"
     spec = f"crux_nb[{','.join(extras)}] @ {wheel.as_uri()}" if extras else str(wheel)
-    _run([sys.executable, "-m", "uv", "pip", "install", "--quiet", "--python", str(python), spec], cwd=folder, env=env)
+    # no_build: fail at once rather than compile a source distribution (llama.cpp takes minutes)
+    _run([sys.executable, "-m", "uv", "pip", "install", "--quiet", *(["--no-build"] if no_build else []),
+          "--python", str(python), spec], cwd=folder, env=env)
     return python
 
 
@@ -174,5 +184,5 @@ def test_llm_extra_installs_and_imports(tmp_path_factory, env, wheel):
     if "llm" not in _extras():
         pytest.skip("no llm extra declared")
     require_system(bool(_llama_links()), f"no compiled llama-cpp-python wheel in UV_FIND_LINKS or {WHEELHOUSE} (.ci/run builds it)")
-    python = _venv(tmp_path_factory, env, wheel, ["llm"])
+    python = _venv(tmp_path_factory, env, wheel, ["llm"], no_build=True)
     _import_all(python, list(EXTRA_MODULES["llm"]), tmp_path_factory.mktemp("imports-llm"), env)

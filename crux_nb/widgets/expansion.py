@@ -18,7 +18,7 @@ import traitlets
 
 from ._base import SelectionView
 from ..errors import ParameterError
-from ..io import expansion_graph
+from ..graph.expansion_export import expansion_graph
 from ..retrieval.expand.step import Expansion
 from ._expansion_data import ExpansionData, expansion_data
 from ._expansion_html import detail_html, graph_html, header_html, paths_html, static_html
