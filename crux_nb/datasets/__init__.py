@@ -13,7 +13,7 @@ from importlib import resources
 from pathlib import Path
 
 from ..errors import NotFoundError
-from ..knowledge_base import KnowledgeBase, knowledge_base
+from ..knowledgebase import KnowledgeBase, knowledge_base
 
 __all__ = ["data_path", "sample_path", "sample_later_path", "sample_entities_path", "load_sample",
            "load_python_reference"]
