@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from .community.graph_export import GraphExports
 from .errors import CruxError, NotFoundError, ParameterError
 from .schema import SCHEMAS
 from .store.chunking import DEFAULT_CHUNK_SIZE, check_chunk_size
@@ -39,7 +40,7 @@ def knowledge_base(*, id: str = "kb", namespace: str | None = None, chunk_size: 
     return kb
 
 
-class KnowledgeBase:
+class KnowledgeBase(GraphExports):
     """Documents, sections, chunks, entities and typed edges as pandas DataFrames.
 
     Frames returned by the properties are copies: changing them never changes
@@ -316,57 +317,6 @@ class KnowledgeBase:
         from .retrieval.recipe import Recipe
 
         return Recipe.bind(self, steps=steps, id=id, model=model, concurrency=concurrency, executor=executor)
-
-    # ---------------------------------------------------------------- exports
-    def graph_frames(self, *, types: Any = None, include_structural: bool = False, view: Any = None):
-        """The graph as ``(nodes, edges)`` frames, what :meth:`to_networkx` and :meth:`to_igraph` are built from
-        (``crux_nb.graph.export``): nodes ``ref, kind, label, source_id, title, name, entity_type``; edges
-        ``from_ref, to_ref, key, type, direction, weight, evidence, evidence_refs, description, structural``."""
-        from .graph.export import graph_frames
-
-        members = None
-        if view is not None:
-            if getattr(view, "kb", None) is not self or not callable(getattr(view, "members", None)):
-                raise ParameterError("to_networkx()", "view", "a view of this knowledge base (kb.view(...))", view)
-            members = view.members()  # a pinned view whose members changed raises here
-        return graph_frames(self._state, types=types, include_structural=include_structural, members=members)
-
-    def to_networkx(self, *, types: Any = None, include_structural: bool = False, view: Any = None):
-        """The knowledge graph as a ``networkx.MultiDiGraph``.
-
-        One node per ref (``kind``, ``label``, ``source_id``, ``title`` (an entity's name), ``entity_type``), one
-        edge per semantic edge keyed by its edge id (``type``, ``direction``, ``weight``, ``evidence`` count,
-        ``evidence_refs``, ``description``), a symmetric edge both ways; ``include_structural`` adds the
-        projected ``hierarchy``/``sequence`` edges with document and section nodes; ``types`` keeps only those
-        edge types; ``view`` exports only what the view sees (its sources' chunks, edges with evidence there).
-
-        Examples
-        --------
-        >>> from crux_nb.datasets import load_sample
-        >>> kb = load_sample()
-        >>> graph = kb.to_networkx(include_structural=True)
-        >>> graph.nodes["chunk:team-data.md:c0000"]["kind"], graph.number_of_nodes() == kb.summary()["documents"] \\
-        ...     + kb.summary()["sections"] + kb.summary()["chunks"]
-        ('chunk', True)
-        """
-        from .graph.export import frames_to_networkx
-
-        return frames_to_networkx(*self.graph_frames(types=types, include_structural=include_structural, view=view))
-
-    def to_igraph(self, *, types: Any = None, include_structural: bool = False, view: Any = None):
-        """The same graph as :meth:`to_networkx`, as a directed ``igraph.Graph`` (vertex ``name`` = ref,
-        ``edge_id`` per edge, a symmetric edge both ways).
-
-        Examples
-        --------
-        >>> from crux_nb.datasets import load_sample
-        >>> kb = load_sample()
-        >>> kb.to_igraph().vcount() == len(kb.chunks)
-        True
-        """
-        from .community.graph_export import frames_to_igraph
-
-        return frames_to_igraph(*self.graph_frames(types=types, include_structural=include_structural, view=view))
 
     def save(self, path: str | os.PathLike, *, partition_rows: int = 100_000) -> str:
         """Save as a new generation (one Parquet dataset per table, ``partition_rows`` rows per file);

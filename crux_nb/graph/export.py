@@ -20,7 +20,8 @@ from ..errors import ParameterError
 from ..refs import DocumentRef, ParentRef, decode_ref, encode_ref
 from .structure import StructureIndex
 
-__all__ = ["NODE_COLUMNS", "EDGE_COLUMNS", "STRUCTURAL_TYPES", "graph_frames", "frames_to_networkx", "present"]
+__all__ = ["NODE_COLUMNS", "EDGE_COLUMNS", "STRUCTURAL_TYPES", "graph_frames", "kb_frames", "frames_to_networkx",
+           "present"]
 
 NODE_COLUMNS = ["ref", "kind", "label", "source_id", "title", "entity_type"]
 EDGE_COLUMNS = ["from_ref", "to_ref", "key", "type", "direction", "weight", "evidence", "evidence_refs",
@@ -162,6 +163,29 @@ def graph_frames(state: Any, *, types: Any = None, include_structural: bool = Fa
     edge_frame["evidence"] = edge_frame["evidence"].astype("int64")
     edge_frame["structural"] = edge_frame["structural"].astype("bool")
     return node_frame, edge_frame
+
+
+def kb_frames(kb: Any, *, types: Any = None, include_structural: bool = False,
+              view: Any = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`graph_frames` of a knowledge base's current state, seen through ``view`` (a view of it).
+
+    What ``kb.to_networkx`` and ``kb.to_igraph`` are built from.
+
+    Examples
+    --------
+    >>> import crux_nb
+    >>> kb = crux_nb.knowledge_base(id="g")
+    >>> kb.add_text("a.md", "# A\\n\\nText.", metadata={"team": "x"})
+    >>> nodes, edges = kb_frames(kb, include_structural=True, view=kb.view(id="x", where={"team": "x"}))
+    >>> nodes["kind"].tolist(), edges["type"].tolist()
+    (['document', 'parent', 'chunk'], ['hierarchy', 'hierarchy'])
+    """
+    members = None
+    if view is not None:
+        if getattr(view, "kb", None) is not kb or not callable(getattr(view, "members", None)):
+            raise ParameterError("to_networkx()", "view", "a view of this knowledge base (kb.view(...))", view)
+        members = view.members()  # a pinned view whose members changed raises here
+    return graph_frames(kb.state, types=types, include_structural=include_structural, members=members)
 
 
 def frames_to_networkx(nodes: pd.DataFrame, edges: pd.DataFrame) -> nx.MultiDiGraph:
