@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from .community.graph_export import GraphExports
 from .errors import CruxError, NotFoundError, ParameterError
 from .schema import SCHEMAS
 from .store.chunking import DEFAULT_CHUNK_SIZE, check_chunk_size
@@ -39,7 +40,7 @@ def knowledge_base(*, id: str = "kb", namespace: str | None = None, chunk_size: 
     return kb
 
 
-class KnowledgeBase:
+class KnowledgeBase(GraphExports):
     """Documents, sections, chunks, entities and typed edges as pandas DataFrames.
 
     Frames returned by the properties are copies: changing them never changes

@@ -15,32 +15,24 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..knowledgebase import KnowledgeBase, knowledge_base
+from .paths import data_path
 
-__all__ = ["sample_path", "sample_later_path", "sample_entities_path", "load_sample", "load_python_reference",
-           "load_sample_questions", "sample_questions_path", "load_multihop", "multihop_root"]
-
-_PACKAGE_DATA = Path(__file__).parent / "data"
-_REPO_DATA = Path(__file__).resolve().parents[2] / "data"
-
-
-def _data_root() -> Path:
-    # an installed wheel carries the corpus inside the package; a checkout reads data/ at the top
-    return _PACKAGE_DATA if (_PACKAGE_DATA / "sample").is_dir() else _REPO_DATA
-
+__all__ = ["data_path", "sample_path", "sample_later_path", "sample_entities_path", "load_sample",
+           "load_python_reference", "load_sample_questions", "sample_questions_path", "load_multihop", "multihop_root"]
 
 def sample_path() -> Path:
     """The folder of the sample corpus (Markdown with front matter)."""
-    return _data_root() / "sample"
+    return data_path("sample")
 
 
 def sample_later_path() -> Path:
     """The folder holding a later launch-plan revision, for freshness demos."""
-    return _data_root() / "sample_later"
+    return data_path("sample_later")
 
 
 def sample_entities_path() -> Path:
     """The hand-made list of the sample corpus's main named entities (CSV: name, type, aliases)."""
-    return _data_root() / "sample_entities.csv"
+    return data_path("sample_entities.csv")
 
 
 def load_sample(*, id: str = "lumen", chunk_size: int = 1200) -> KnowledgeBase:

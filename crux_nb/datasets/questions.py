@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import NotFoundError, ParameterError
+from .paths import data_path
 
 __all__ = ["load_sample_questions", "sample_questions_path", "load_multihop", "multihop_root", "MULTIHOP"]
 
@@ -25,10 +26,7 @@ MULTIHOP = ("musique", "hotpotqa", "2wiki")
 
 def sample_questions_path() -> Path:
     """The JSON-lines file of the sample corpus's labelled questions."""
-    # beside the sample corpus: inside the package in a wheel, data/ at the top of a checkout
-    package = Path(__file__).parent / "data"
-    root = package if (package / "sample").is_dir() else Path(__file__).resolve().parents[2] / "data"
-    return root / "sample_questions.jsonl"
+    return data_path("sample_questions.jsonl")
 
 
 def load_sample_questions() -> pd.DataFrame:

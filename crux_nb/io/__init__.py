@@ -6,6 +6,9 @@
   entity graph. Import counts and GraphRAG's ids are on ``kb.graphrag``.
 * :func:`write_graphrag` — any knowledge base as GraphRAG's tables (GraphRAG 3
   column names and types), for GraphRAG-based tools.
+* :func:`write_graphml` — the knowledge graph (``kb.to_networkx(...)``) as GraphML for
+  Gephi, yEd or Cytoscape; :func:`edges_from_networkx` — a networkx graph's edges as the
+  frame ``kb.add_edges`` takes; :func:`expansion_graph` — the subgraph behind one expansion.
 
 ::
 
@@ -20,6 +23,7 @@
 from .graphrag_read import GraphRAGImport, read_graphrag
 from .graphrag_refs import ReferenceCounts, format_references, parse_references, strip_references
 from .graphrag_write import GraphRAGExport, write_graphrag
+from .graph_exchange import edges_from_networkx, expansion_graph, write_graphml
 
 __all__ = ["read_graphrag", "write_graphrag", "GraphRAGImport", "GraphRAGExport", "ReferenceCounts",
-           "parse_references", "strip_references", "format_references"]
+           "parse_references", "strip_references", "format_references", "write_graphml", "edges_from_networkx", "expansion_graph"]

@@ -9,6 +9,7 @@ an observable trait). Without a widget manager the same view shows as static HTM
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Iterable
 
 import ipywidgets as widgets
@@ -17,6 +18,7 @@ import traitlets
 
 from ._base import SelectionView
 from ..errors import ParameterError
+from ..graph.expansion_export import expansion_graph
 from ..retrieval.expand.step import Expansion
 from ._expansion_data import ExpansionData, expansion_data
 from ._expansion_html import detail_html, graph_html, header_html, paths_html, static_html
@@ -140,6 +142,12 @@ class ExpansionView(SelectionView):
         """One row per added hit: position, key, ref, seed, path (with edge types), edges, hops,
         distance, score, supports, content. ``shown_only=True`` keeps only what the filters show."""
         return self._data.to_frame(self.visible if shown_only else None)
+
+    def to_networkx(self, *, shown_only: bool = False):
+        """The expansion subgraph as a ``networkx.MultiDiGraph`` (see ``crux_nb.io.expansion_graph``):
+        seeds, the paths' nodes and edges, the added hits. ``shown_only=True`` keeps what the filters show."""
+        data = replace(self._data, expansions=self.visible) if shown_only else self._data
+        return expansion_graph(data)
 
     # ---------------------------------------------------------------- updates
     def _option_label(self, x: Expansion) -> str:
