@@ -153,7 +153,7 @@ def test_a_reader_paused_mid_open_while_two_saves_land_still_opens_a_complete_ge
         future = pool.submit(server.group, [job])
         wait_files([paused], future, "the pause")
         for extra in (1, 2):
-            H.base_kb(extra=extra).save(path)
+            H.base_kb(extra=extra).save(path, overwrite=True)  # fresh handles replacing what is saved
         resume.write_text("resume")
         (reply,) = future.result(timeout=TIMEOUT)
     assert reply["returncode"] == 0, reply
