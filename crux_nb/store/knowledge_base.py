@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import unicodedata
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -143,6 +144,7 @@ class KnowledgeBase:
             ids = list(source_id)
         if not all(isinstance(s, str) for s in ids):
             raise ParameterError("kb.remove()", "source_id", "a source id or a list of source ids (strings)", source_id)
+        ids = [unicodedata.normalize("NFC", s) for s in ids]  # ids are stored in NFC (see add_text)
         known = set(self._state.documents["source_id"])
         missing = [s for s in ids if s not in known]
         if missing:
