@@ -10,8 +10,8 @@
 from . import errors, io, refs
 from .refs import ChunkRef, DocumentRef, EntityRef, ParentRef, decode_ref, encode_ref
 from .community.config import communities
-from .store import KnowledgeBase, knowledge_base
-from .store.persist import open_knowledge_base as open
+from .knowledge_base import KnowledgeBase, knowledge_base
+from .knowledge_base import open_knowledge_base as open
 
 __version__ = "0.1.0"
 

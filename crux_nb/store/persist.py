@@ -25,6 +25,7 @@ import os
 import re
 import shutil
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -172,6 +173,8 @@ def save(kb: Any, path: str | os.PathLike, *, partition_rows: int = PARTITION_RO
                     "tables": tables}
         if kb.communities_config is not None:
             manifest["communities"] = communities_record(kb.communities_config)
+        elif getattr(kb, "saved_communities", None):  # opened without its model: keep what was saved
+            manifest["communities"] = kb.saved_communities
         _write_json(tmp / "manifest.json", manifest)
         final = root / "generations" / generation
         os.rename(tmp, final)
@@ -188,7 +191,17 @@ def communities_record(config: Any) -> dict:
     return {"id": config.id, "resolution": config.resolution, "seed": config.seed,
             "max_children": config.max_children, "strategy_fingerprint": config.strategy_fingerprint,
             "model": {"name": config.model.name, "fingerprint": config.model.fingerprint,
-                      "class": type(config.model).__name__}}
+                      "class": type(config.model).__name__, "options": _options(config.model)}}
+
+
+def _options(model: Any) -> dict | None:
+    """A model's output-relevant options when it states them as plain JSON (the offline model does)."""
+    options = getattr(model, "options", None)
+    try:
+        value = options() if callable(options) else None
+        return value if isinstance(value, dict) and json.loads(json.dumps(value)) == value else None
+    except (TypeError, ValueError):
+        return None
 
 
 def _kept_setting(root: Path) -> int:
@@ -235,18 +248,20 @@ def current_generation(path: str | os.PathLike) -> str:
     return current_pointer(Path(path))["generation"]
 
 
-def open_knowledge_base(path: str | os.PathLike, *, verify: bool = True, communities: Any = None,
-                        generation: str | None = None):
-    """Open a saved knowledge base at its current generation, or at an earlier ``generation`` still kept
-    (``crux_nb.history(path)`` lists them).
+@dataclass(frozen=True)
+class Saved:
+    """One generation read back: the folder, its manifest, the state and the :class:`Base` it is."""
 
-    ``verify`` checks every table's SHA-256 against the manifest first. ``communities`` attaches a communities
-    configuration; without it, the configuration saved with the knowledge base is restored when its model can
-    be (the offline model); otherwise ``kb.communities.status()`` is ``"model_required"`` (saved communities and
-    reports are read either way).
+    root: Path
+    manifest: dict
+    state: KBState
+    base: Base
+
+
+def read_saved(path: str | os.PathLike, *, verify: bool = True, generation: str | None = None) -> Saved:
+    """The current generation saved at ``path``, or an earlier ``generation`` still kept
+    (``crux_nb.history(path)`` lists them). ``verify`` checks every table's SHA-256 against the manifest first.
     """
-    from .knowledge_base import KnowledgeBase
-
     check_path("crux_nb.open()", path)
     root = Path(path)
     if generation is not None:
@@ -260,15 +275,13 @@ def open_knowledge_base(path: str | os.PathLike, *, verify: bool = True, communi
         manifest, state, digest = _read_generation(root, generation, verify=verify)
     else:
         generation, (manifest, state, digest) = _read_current(root, verify=verify)
-    meta = manifest["kb"]
-    kb = KnowledgeBase(id=meta["id"], namespace=meta["namespace"], chunk_size=meta["chunk_size"], state=state)
-    kb.path = root
-    kb.published(state, Base(generation, digest))
-    if communities is not None:
-        kb.configure_communities(communities)
-    elif isinstance(manifest.get("communities"), dict):
-        kb.restore_communities(manifest["communities"])
-    return kb
+    return Saved(root, manifest, state, Base(generation, digest))
+
+
+def read_current(path: str | os.PathLike, *, verify: bool = True) -> tuple[Path, dict, KBState]:
+    """The current generation saved at ``path``: ``(root, manifest meta, state)``."""
+    saved = read_saved(path, verify=verify)
+    return saved.root, saved.manifest["kb"], saved.state
 
 
 def _read_current(root: Path, *, verify: bool) -> tuple[str, tuple[dict, KBState, str]]:

@@ -26,6 +26,7 @@ import pandas as pd
 from .._hashing import stable_hash
 from ..errors import ParameterError
 from ..refs import encode_ref, is_ref
+from .layout import TreeNode, fmt, tree_layout
 
 __all__ = ["CoverageData", "CoverageFinding", "CitedFinding", "SearchUnit", "BatchInfo", "RatingInfo",
            "CallInfo", "coverage_data", "STATUSES", "FRAME_COLUMNS"]
@@ -288,8 +289,6 @@ class CoverageData:
 
     def tree_order(self) -> tuple[str, ...]:
         """Community ids in depth-first drawing order."""
-        from ._coverage_html import coverage_nodes, tree_layout
-
         return tuple(tree_layout(coverage_nodes(self))[1])
 
     def _rows_community(self) -> list[dict]:
@@ -481,7 +480,7 @@ def coverage_data(result: Any, *, kb: Any = None) -> CoverageData:
 
     ``kb`` (optional) adds the text of every cited chunk and the place of excluded reports.
     """
-    from ..retrieval.hits import FindingHit
+    from ..hits import FindingHit
     from ..retrieval.results import RetrievalResult
     from ..retrieval.trace import RecipeTrace
 
@@ -539,3 +538,27 @@ def coverage_data(result: Any, *, kb: Any = None) -> CoverageData:
         rating_calls=rating_calls, findings=tuple(findings), has_hits=has_hits, texts=chunk_texts(kb, refs),
         kb_given=kb is not None, others=_others(kb, excluded, generations),
         warnings=tuple(map(str, _get(step, "warnings", ()) or ())))
+
+
+def rating_text(value: float | None) -> str:
+    return "" if value is None else fmt(value)
+
+
+def coverage_nodes(data: CoverageData) -> list[TreeNode]:
+    nodes = []
+    drawn = {c for c, _, _ in data.hierarchy()}
+    for cid, parent, level in data.hierarchy():
+        status = data.status(cid)
+        rating, batch = data.rating(cid), data.batch_of(cid)
+        title = data.title(cid)
+        tip = [f"{title} ({cid})" if title else cid, f"level {level}", STATUS_LABELS[status]]
+        if rating is not None and rating.rating is not None:
+            tip.append(f"rating {rating_text(rating.rating)}")
+        if batch is not None:
+            tip.append(f"batch {batch.index + 1}")
+        if parent is not None and parent not in drawn:
+            tip.append(f"parent {parent} not drawn")
+        nodes.append(TreeNode(cid, parent, level, title or cid, status,
+                              rating_text(rating.rating) if rating is not None else "", " · ".join(tip),
+                              dashed=status == "excluded"))
+    return nodes

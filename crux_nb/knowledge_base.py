@@ -10,19 +10,16 @@ from typing import Any
 
 import pandas as pd
 
-from ..errors import NotFoundError, ParameterError
-from ..schema import SCHEMAS
-from .chunking import DEFAULT_CHUNK_SIZE, check_chunk_size
-from .ingest import Format, check_unique, frame_specs, path_specs, text_spec
-from .state import KBState, with_edges, with_entities, with_sources, without_sources
+from .errors import NotFoundError, ParameterError
+from .schema import SCHEMAS
+from .store.chunking import DEFAULT_CHUNK_SIZE, check_chunk_size
+from .store.ingest import Format, check_unique, frame_specs, path_specs, text_spec
+from .store.persist import check_path, read_saved, save
+from .store.state import KBState, with_edges, with_entities, with_sources, without_sources
+from .validation import check_name
 
-__all__ = ["KnowledgeBase", "knowledge_base"]
+__all__ = ["KnowledgeBase", "knowledge_base", "open_knowledge_base"]
 
-
-def _check_name(owner: str, name: str, value: Any) -> str:
-    if not isinstance(value, str) or not value.strip() or ":" in value or any(ord(c) < 32 for c in value):
-        raise ParameterError(owner, name, "a non-empty string without ':' or control characters", value)
-    return value
 
 
 def knowledge_base(*, id: str = "kb", namespace: str | None = None, chunk_size: int = DEFAULT_CHUNK_SIZE,
@@ -35,8 +32,8 @@ def knowledge_base(*, id: str = "kb", namespace: str | None = None, chunk_size: 
     >>> kb
     KnowledgeBase(id='docs', namespace='docs', documents=1, sections=1, chunks=1, entities=0, edges=0)
     """
-    _check_name("knowledge_base()", "id", id)
-    namespace = id if namespace is None else _check_name("knowledge_base()", "namespace", namespace)
+    check_name("knowledge_base()", "id", id)
+    namespace = id if namespace is None else check_name("knowledge_base()", "namespace", namespace)
     kb = KnowledgeBase(id=id, namespace=namespace, chunk_size=check_chunk_size(chunk_size))
     if communities is not None:
         kb.configure_communities(communities)
@@ -165,20 +162,20 @@ class KnowledgeBase:
                          executor: Any = None):
         """Extract entities and relations with ``model`` (offline by default) into ``mentions`` and
         ``related`` edges; only new or changed sources are sent to the model."""
-        from ..extract import extract_entities
+        from .extract import extract_entities
 
         return extract_entities(self, model, batch_chars=batch_chars, progress=progress, executor=executor)
 
     # ------------------------------------------------------------------ views
     def view(self, *, id: str, where: dict):
         """A typed view: sources whose metadata match ``where`` (see ``crux_nb.views``)."""
-        from ..views import View, field_kinds, normalise_where
+        from .views import View, field_kinds, normalise_where
 
-        _check_name("kb.view()", "id", id)
+        check_name("kb.view()", "id", id)
         normalised = normalise_where(where, field_kinds(self._state.documents))
         known = self._views.get(id)
         if known is not None and known != normalised:
-            from ..errors import CruxError
+            from .errors import CruxError
 
             raise CruxError(f'View "{id}" is already registered with a different predicate.', code="view_conflict",
                             hint="choose another view id.")
@@ -188,8 +185,8 @@ class KnowledgeBase:
     # ------------------------------------------------------------ communities
     def configure_communities(self, config: Any) -> None:
         """Attach a communities configuration (``crux_nb.communities(model=...)``)."""
-        from ..community.config import CommunitiesConfig
-        from ..community.surface import CommunitySurface
+        from .community.config import CommunitiesConfig
+        from .community.surface import CommunitySurface
 
         if not isinstance(config, CommunitiesConfig):
             raise ParameterError("knowledge_base()", "communities", "a configuration from crux_nb.communities(model=...)",
@@ -198,14 +195,22 @@ class KnowledgeBase:
         self._communities = CommunitySurface(self, config)
 
     def restore_communities(self, saved: dict) -> None:
-        """Restore the communities configuration saved with this knowledge base (called by ``crux_nb.open``)."""
+        """Restore the communities configuration saved with this knowledge base (called by ``crux_nb.open``);
+        a model that cannot be rebuilt leaves ``kb.communities.status() == "model_required"``."""
+        from .community.restore import ModelRequired, restore_config
+
         self.saved_communities = dict(saved)
+        config = restore_config(saved)
+        if config is not None:
+            self.configure_communities(config)
+        else:
+            self._communities = ModelRequired(self.id, saved)
 
     @property
     def communities(self):
         """The communities surface: ``status()``, ``prepare()``, ``reports()``, frames and the tree."""
         if self._communities is None:
-            from ..errors import CruxError
+            from .errors import CruxError
 
             raise CruxError(f"knowledge base {self.id!r} has no communities configured.", code="communities_missing",
                             hint="pass communities=crux_nb.communities(model=...) to crux_nb.knowledge_base(), "
@@ -216,7 +221,7 @@ class KnowledgeBase:
     @property
     def reader(self):
         """A graph reader pinned to the current state."""
-        from ..graph.reader import GraphReader
+        from .graph.reader import GraphReader
 
         with self._lock:
             if self._reader is None:
@@ -229,7 +234,7 @@ class KnowledgeBase:
 
         ``concurrency`` bounds the model calls a step may run at once (global-search map batches);
         ``executor`` (a ``concurrent.futures`` executor or a ``dask.distributed.Client``) runs them instead."""
-        from ..retrieval.recipe import Recipe
+        from .retrieval.recipe import Recipe
 
         return Recipe.bind(self, steps=steps, id=id, model=model, concurrency=concurrency, executor=executor)
 
@@ -275,8 +280,6 @@ class KnowledgeBase:
         >>> sorted(crux_nb.open(folder).documents["source_id"])
         ['a.md', 'b.md', 'c.md']
         """
-        from .persist import check_path, save
-
         check_path("kb.save()", path)
         generation = save(self, path, partition_rows=partition_rows, overwrite=overwrite, merge=merge, keep=keep)
         self.path = path
@@ -310,8 +313,42 @@ class KnowledgeBase:
         return f"KnowledgeBase(id={self.id!r}, namespace={self.namespace!r}, {counts})"
 
     def _repr_html_(self) -> str:
-        from ..display.html import knowledge_base_html
+        from .display.html import knowledge_base_html
 
         return knowledge_base_html(self)
 
 
+def open_knowledge_base(path: str | os.PathLike, *, verify: bool = True, communities: Any = None,
+                        generation: str | None = None) -> KnowledgeBase:
+    """Open a saved knowledge base (``crux_nb.open``) at its current generation, or at an earlier
+    ``generation`` still kept (``crux_nb.history(path)`` lists them).
+
+    ``verify`` checks every table's SHA-256 against the manifest first. ``communities`` attaches a communities
+    configuration. Without it, the configuration saved with the knowledge base (strategy, resolution, seed, the
+    model's name and fingerprint) is restored when its model can be rebuilt from what was saved (the offline
+    model); a model that cannot (a ``ChatModel``: its key is never saved) must be passed again, and until then
+    ``kb.communities.status()`` is ``"model_required"`` and every other call raises an error saying so. Saved
+    communities and reports are read either way.
+
+    Examples
+    --------
+    >>> import tempfile, crux_nb
+    >>> from crux_nb.models import OfflineModel
+    >>> folder = tempfile.mkdtemp() + "/kb"
+    >>> kb = crux_nb.knowledge_base(id="o", communities=crux_nb.communities(model=OfflineModel(), seed=3))
+    >>> kb.add_text("a.md", "# A\\n\\nAda Lovelace met Charles Babbage.")
+    >>> kb.save(folder)
+    'g000001'
+    >>> crux_nb.open(folder).communities.config
+    communities(model='offline', id='communities', resolution=1.0, seed=3)
+    """
+    saved = read_saved(path, verify=verify, generation=generation)
+    meta = saved.manifest["kb"]
+    kb = KnowledgeBase(id=meta["id"], namespace=meta["namespace"], chunk_size=meta["chunk_size"], state=saved.state)
+    kb.path = saved.root
+    kb.published(saved.state, saved.base)
+    if communities is not None:
+        kb.configure_communities(communities)
+    elif isinstance(saved.manifest.get("communities"), dict):
+        kb.restore_communities(saved.manifest["communities"])
+    return kb
