@@ -12,10 +12,11 @@ from .refs import ChunkRef, DocumentRef, EntityRef, ParentRef, decode_ref, encod
 from .community.config import communities
 from .knowledge_base import KnowledgeBase, knowledge_base
 from .knowledge_base import open_knowledge_base as open
+from .store.generations import history
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "KnowledgeBase", "knowledge_base", "communities", "open", "errors", "io", "refs",
+    "KnowledgeBase", "knowledge_base", "communities", "open", "history", "errors", "io", "refs",
     "ChunkRef", "DocumentRef", "EntityRef", "ParentRef", "decode_ref", "encode_ref", "__version__",
 ]

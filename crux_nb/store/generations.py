@@ -131,8 +131,7 @@ def history(path: str | os.PathLike) -> pd.DataFrame:
     >>> kb.add_text("b.md", "# B\\n\\nBeta.")
     >>> kb.save(folder)
     'g000002'
-    >>> from crux_nb.store.generations import history
-    >>> history(folder)[["generation", "current", "documents"]]
+    >>> crux_nb.history(folder)[["generation", "current", "documents"]]
       generation  current  documents
     0    g000001    False          1
     1    g000002     True          2
