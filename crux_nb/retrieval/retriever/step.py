@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings as _warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,7 +13,7 @@ from ...graph.hydrate import chunk_hit
 from ...hits import Provenance, SourceScore
 from ...validation import check_int
 from ..base import Step
-from ..filters import filter_mask
+from ..filters import filter_mask, unknown_field_warnings
 from ..types import StepContext, StepInput, StepOutput
 from .lexical import BM25Leg, Leg, ranked, rrf
 
@@ -47,9 +48,10 @@ class RetrieveStep(Step):
 
     def run(self, input: StepInput, context: StepContext) -> StepOutput:
         state = context.state
-        groups = []
+        groups, warnings = [], []
         for planned in input.queries:
             merged = {**(context.request.filter or {}), **(planned.filter or {})}
+            warnings += unknown_field_warnings(state, merged)
             mask = filter_mask(state, context.namespace, merged)
             if context.members is not None:
                 mask &= state.chunks["source_id"].isin(context.members).to_numpy()
@@ -57,7 +59,9 @@ class RetrieveStep(Step):
                 scores = leg.scores(state, planned.query)
                 groups.append((planned, leg, ranked(scores, mask), scores))
         hits = self._single(groups[0], context) if len(groups) == 1 else self._fused(groups, context)
-        return StepOutput(hits=tuple(hits))
+        for message in dict.fromkeys(warnings):  # kb.recipe().retrieve() returns hits only: say it out loud too
+            _warnings.warn(message, UserWarning, stacklevel=2)
+        return StepOutput(hits=tuple(hits), warnings=tuple(warnings))
 
     def _single(self, group, context: StepContext):
         planned, leg, rows, scores = group
