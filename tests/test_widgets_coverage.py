@@ -25,7 +25,8 @@ from crux_nb.retrieval.globalsearch.units import Unit, UnitFinding
 from crux_nb.hits import Lineage, to_data
 from crux_nb.refs import ChunkRef
 from crux_nb.widgets import CoverageFinding, CoverageView, coverage_data, coverage_html, coverage_svg
-from crux_nb.widgets._coverage_data import CitedFinding, resolve_citation
+from crux_nb.widgets._coverage_data import CitedFinding
+from crux_nb.widgets._coverage_read import resolve_citation
 
 SCRIPT = '<script>window.__crux_pwned = 1</script><img src=x onerror="window.__crux_pwned=2">'
 Q = "launch plan"

@@ -57,7 +57,7 @@ def read_graphrag(path: str | os.PathLike, *, id: str = "graphrag", namespace: s
     The returned knowledge base carries the import details on ``kb.graphrag``.
     """
     from ..community.config import CommunitiesConfig, communities as make_config
-    from ..knowledge_base import KnowledgeBase
+    from ..knowledgebase import KnowledgeBase
     from ..validation import check_name
     from .graphrag_communities import build_generation
 

@@ -1,3 +1,3 @@
 """Storage: validated frames (``state``), ingestion and chunking, Parquet generations (``persist``), the
 build lease (``lease``). The :class:`~crux_nb.KnowledgeBase` handle over it lives in
-:mod:`crux_nb.knowledge_base` (it composes every layer)."""
+:mod:`crux_nb.knowledgebase` (it composes every layer)."""

@@ -289,7 +289,7 @@ def static_html(data: CoverageData, *, selected: CoverageFinding | None = None) 
 
 def coverage_html(result: Any, *, kb: Any = None, selected: str | None = None) -> str:
     """Static HTML of a result's global-search step (what :class:`CoverageView` shows, without widgets)."""
-    from ._coverage_data import coverage_data
+    from ._coverage_read import coverage_data
 
     data = coverage_data(result, kb=kb)
     chosen = data.find(selected) if selected is not None else (data.findings[0] if data.findings else None)

@@ -14,7 +14,7 @@ import pandas as pd
 
 from ..errors import ParameterError
 from ..refs import encode_ref, is_ref
-from ._coverage_data import chunk_texts
+from ._coverage_read import chunk_texts
 from .layout import TreeNode, plural, tree_layout
 
 __all__ = ["ExplorerData", "CommunityInfo", "ReportFindingInfo", "explorer_data", "EXPLORER_COLUMNS"]

@@ -14,7 +14,7 @@ from .errors import NotFoundError, ParameterError
 from .schema import SCHEMAS
 from .store.chunking import DEFAULT_CHUNK_SIZE, check_chunk_size
 from .store.ingest import Format, check_unique, frame_specs, path_specs, text_spec
-from .store.persist import check_path, read_saved, save
+from .store import persist  # called through the module: tests patch persist.save
 from .store.state import KBState, with_edges, with_entities, with_sources, without_sources
 from .validation import check_name
 
@@ -280,8 +280,8 @@ class KnowledgeBase:
         >>> sorted(crux_nb.open(folder).documents["source_id"])
         ['a.md', 'b.md', 'c.md']
         """
-        check_path("kb.save()", path)
-        generation = save(self, path, partition_rows=partition_rows, overwrite=overwrite, merge=merge, keep=keep)
+        persist.check_path("kb.save()", path)
+        generation = persist.save(self, path, partition_rows=partition_rows, overwrite=overwrite, merge=merge, keep=keep)
         self.path = path
         return generation
 
@@ -342,7 +342,7 @@ def open_knowledge_base(path: str | os.PathLike, *, verify: bool = True, communi
     >>> crux_nb.open(folder).communities.config
     communities(model='offline', id='communities', resolution=1.0, seed=3)
     """
-    saved = read_saved(path, verify=verify, generation=generation)
+    saved = persist.read_saved(path, verify=verify, generation=generation)
     meta = saved.manifest["kb"]
     kb = KnowledgeBase(id=meta["id"], namespace=meta["namespace"], chunk_size=meta["chunk_size"], state=saved.state)
     kb.path = saved.root
