@@ -39,6 +39,11 @@ class ViewRevision:
     revision: str
     members: tuple[str, ...]  # source ids, sorted
 
+    def _repr_html_(self) -> str:
+        from .display.html import view_revision_html
+
+        return view_revision_html(self)
+
 
 def _kind(value: Any) -> str:
     if value is None:
@@ -179,3 +184,11 @@ class View:
     def __repr__(self) -> str:
         pin = f", revision={self.pinned!r}" if self.pinned else ""
         return f"View(id={self.id!r}, where={self.where!r}{pin})"
+
+    def _repr_html_(self) -> str:
+        from .display.html import view_html
+
+        try:
+            return view_html(self, self.resolve())
+        except CruxError as exc:  # a pinned revision that no longer replays: show why instead of failing
+            return view_html(self, None, exc.message)
