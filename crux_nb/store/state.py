@@ -42,6 +42,9 @@ class KBState:
     reports: pd.DataFrame = field(default_factory=lambda: empty_frame("reports"))
     report_findings: pd.DataFrame = field(default_factory=lambda: empty_frame("report_findings"))
     version: int = 0
+    #: Shared by every state derived from this one (``replace`` copies the reference): caches that stay valid
+    #: per source across changes, such as the lexical index's token arrays.
+    shared: dict = field(default_factory=dict, compare=False, repr=False)
 
     @cached_property
     def cache(self) -> dict:
