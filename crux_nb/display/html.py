@@ -72,11 +72,9 @@ def recipe_html(recipe: Any) -> str:
 
 
 def hits_html(hits: Any) -> str:
-    from ..hits import EvidenceHit
-
     rows = []
     for i, hit in enumerate(hits, start=1):
-        if isinstance(hit, EvidenceHit):
+        if hit.kind == "evidence":  # duck-typed: display sits below hits (EvidenceHit._repr_html_ calls down here)
             where = encode_ref(hit.ref)
             graph = hit.provenance.graph if hit.provenance else None
             how = f"{' > '.join(graph.edges)} from {graph.seed}" if graph else ""
