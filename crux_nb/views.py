@@ -138,11 +138,11 @@ class View:
             return self._replay(state)
         members = self._members(state)
         revision = "vr-" + stable_hash({"view": self.id, "members": members})
-        self.kb._view_revisions.setdefault((self.id, revision), tuple(members))
+        self.kb.view_revisions.setdefault((self.id, revision), tuple(members))
         return ViewRevision(self.id, revision, tuple(s for s, _ in members))
 
     def _replay(self, state: Any) -> ViewRevision:
-        recorded = self.kb._view_revisions.get((self.id, self.pinned))
+        recorded = self.kb.view_revisions.get((self.id, self.pinned))
         if recorded is None:
             raise CruxError(f'View "{self.id}" has no revision "{self.pinned}".', code="unknown_revision",
                             hint="use a revision returned by view.resolve().")
@@ -163,8 +163,11 @@ class View:
     @property
     def communities(self):
         """Communities of this view's current revision (each revision is its own materialisation)."""
+        from .community.restore import ModelRequired
         from .community.surface import CommunitySurface
 
+        if isinstance(self.kb.communities, ModelRequired):  # opened without its model: the same answer here
+            return self.kb.communities
         config = self.kb.communities.config
         revision = self.resolve().revision
         return CommunitySurface(self.kb, config, scope=f"view:{self.id}@{revision}",

@@ -56,6 +56,10 @@ def test_a_model_that_cannot_be_restored_must_be_given_again(tmp_path):
     assert err.code == "communities_model_required"
     assert "'remote-llm'" in err.message and "must be given again" in err.message and "key" in err.message
     assert "crux_nb.open(path)" in err.hint and "communities=" in err.hint
+    # retrieval (also through a view) still works; the view's communities say the same
+    assert len(back.recipe().retrieve("Priya Raman")) > 0
+    view = back.view(id="t0", where={})
+    assert len(view.recipe().retrieve("Priya Raman")) > 0 and view.communities.status() == "model_required"
     # saving it keeps the record, and passing the model again makes the communities ready
     back.save(tmp_path / "kb")
     again = crux_nb.open(tmp_path / "kb", communities=crux_nb.communities(model=KeyedModel()))

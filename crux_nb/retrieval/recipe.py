@@ -33,6 +33,11 @@ def validate_steps(recipe_id: Any, steps: list[Any], *, retriever_id: str, model
         raise RetrievalConfigError(
             f'Retrieval recipe has more than one producer step: "{producers[0].id}" and "{producers[1].id}". '
             "Use exactly one of retrieve() or global_search().", code="invalid_step_order")
+    ids = [s.id for s in steps]
+    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    if repeated:  # traces, trace.step(id) and the widgets address steps by id
+        raise RetrievalConfigError(f'Retrieval recipe has more than one step with id "{repeated[0]}".',
+                                   code="duplicate_step_id", hint="pass id=... to one of the step factories.")
     current = "queries"
     for step in steps:
         if not step.builtin and step.id in RESERVED_IDS:
@@ -138,7 +143,7 @@ class Recipe:
 
     def _context(self, request: Request) -> StepContext:
         members = None if self.view is None else frozenset(self.view.resolve().members)
-        communities = getattr(self.kb, "_communities", None)
+        communities = self.kb.communities if self.kb.has_communities else None
         if self.view is not None and communities is not None:
             communities = self.view.communities
         return StepContext(recipe_id=self.id, namespace=self.kb.namespace, request=request, state=self.kb.state,
