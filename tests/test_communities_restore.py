@@ -25,7 +25,7 @@ class KeyedModel:
 def _kb(model, **options):
     kb = crux_nb.knowledge_base(id="r", communities=crux_nb.communities(model=model, **options))
     for source, text in TEXTS.items():
-        kb.add_text(source, text)
+        kb.add_text(source, text, metadata={"team": source.split("-")[1]})
     return kb
 
 
@@ -58,7 +58,7 @@ def test_a_model_that_cannot_be_restored_must_be_given_again(tmp_path):
     assert "crux_nb.open(path)" in err.hint and "communities=" in err.hint
     # retrieval (also through a view) still works; the view's communities say the same
     assert len(back.recipe().retrieve("Priya Raman")) > 0
-    view = back.view(id="t0", where={})
+    view = back.view(id="t0", where={"team": "0"})
     assert len(view.recipe().retrieve("Priya Raman")) > 0 and view.communities.status() == "model_required"
     # saving it keeps the record, and passing the model again makes the communities ready
     back.save(tmp_path / "kb")

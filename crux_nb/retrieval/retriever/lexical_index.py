@@ -68,7 +68,6 @@ class LexicalIndex:
         self.avg_len = lengths.mean() if len(lengths) else np.float64(0)
         self.df = np.bincount(terms, minlength=len(shared.vocab)) if len(terms) else np.zeros(0, np.int64)
         self._postings: dict[int, np.ndarray] = {}
-        self._order = None
 
     def term_ids(self, tokens: list[str]) -> list[int]:
         """Ids of the query tokens the corpus has (repeats kept: bm25s counts a repeated term twice)."""
@@ -77,11 +76,8 @@ class LexicalIndex:
 
     def _posting(self, term: int) -> np.ndarray:
         found = self._postings.get(term)
-        if found is None:
-            if self._order is None:  # one sort, then every term's postings are a slice
-                self._order = np.argsort(self.terms, kind="stable")
-                self._bounds = np.searchsorted(self.terms[self._order], np.arange(len(self.df) + 1))
-            found = self._postings[term] = self._order[self._bounds[term]:self._bounds[term + 1]]
+        if found is None:  # one vectorised pass per query term, cached: no corpus-wide sort per state
+            found = self._postings[term] = np.flatnonzero(self.terms == term)
         return found
 
     def scores(self, terms: list[int]) -> np.ndarray:
