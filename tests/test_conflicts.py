@@ -193,11 +193,6 @@ def test_unknown_format_version_in_the_manifest_is_refused(saved):
         crux_nb.open(saved, verify=False)
 
 
-def _outside(tmp_path, what: str):
-    target = tmp_path / f"outside-{what}"
-    return target
-
-
 @pytest.mark.parametrize("what", ["part", "generation", "generations", "manifest", "table"])
 def test_links_leaving_the_folder_are_refused_on_read(tmp_path, saved, what):
     import shutil
