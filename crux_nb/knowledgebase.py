@@ -139,13 +139,30 @@ class KnowledgeBase:
 
     def add_text(self, source_id: str, text: str, *, metadata: dict | None = None, format: Format = "markdown",
                  chunk_size: int | None = None) -> None:
-        """Add (or replace) one source from a string. Markdown front matter becomes metadata."""
+        """Add (or replace) one source from a string. Markdown front matter becomes metadata.
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_text("plan.md", "# Plan\\n\\nThe launch moved to May.", metadata={"team": "product"})
+        >>> kb.documents[["source_id", "n_chunks"]].to_dict("records")
+        [{'source_id': 'plan.md', 'n_chunks': 1}]
+        """
         spec = text_spec(source_id, text, metadata=metadata, format=format)
         size = self.chunk_size if chunk_size is None else check_chunk_size(chunk_size)
         self.commit(lambda s: with_sources(s, [spec], chunk_size=size))
 
     def add_path(self, path: str | os.PathLike, *, metadata: dict | None = None) -> list[str]:
-        """Add a ``.md``/``.txt`` file, or every such file below a folder (source id = relative path)."""
+        """Add a ``.md``/``.txt`` file, or every such file below a folder (source id = relative path).
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="sample")
+        >>> len(kb.add_path(crux_nb.datasets.sample_path())) > 30
+        True
+        """
         specs = path_specs(path, metadata=metadata)
         check_unique(specs)
         self.commit(lambda s: with_sources(s, specs, chunk_size=self.chunk_size))
@@ -153,14 +170,32 @@ class KnowledgeBase:
 
     def add_frame(self, frame: pd.DataFrame, *, id_column: str = "id", text_column: str = "text",
                   format: Format = "markdown") -> list[str]:
-        """Add one source per row; every other column becomes metadata."""
+        """Add one source per row; every other column becomes metadata.
+
+        Examples
+        --------
+        >>> import pandas as pd, crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_frame(pd.DataFrame({"id": ["a", "b"], "text": ["Alpha.", "Beta."], "team": ["x", "y"]}))
+        ['a', 'b']
+        """
         specs = frame_specs(frame, id_column=id_column, text_column=text_column, format=format)
         check_unique(specs)
         self.commit(lambda s: with_sources(s, specs, chunk_size=self.chunk_size))
         return [s.source_id for s in specs]
 
     def remove(self, source_id: str | Iterable[str]) -> None:
-        """Remove sources with their chunks, the evidence they gave and edges left unsupported."""
+        """Remove sources with their chunks, the evidence they gave and edges left unsupported.
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_text("a.md", "Alpha.")
+        >>> kb.remove("a.md")
+        >>> len(kb.documents)
+        0
+        """
         if isinstance(source_id, str):
             ids = [source_id]
         elif isinstance(source_id, (bytes, Mapping)) or not isinstance(source_id, Iterable):
@@ -179,7 +214,19 @@ class KnowledgeBase:
 
     def add_edges(self, frame: pd.DataFrame) -> None:
         """Add semantic edges: columns ``from_ref``, ``to_ref``, ``type``, ``evidence`` (chunk refs),
-        optional ``direction`` (``directed``/``symmetric``), ``description``, ``weight``."""
+        optional ``direction`` (``directed``/``symmetric``), ``description``, ``weight``.
+
+        Examples
+        --------
+        >>> import pandas as pd, crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_text("a.md", "Alpha.")
+        >>> kb.add_text("b.md", "Beta.")
+        >>> kb.add_edges(pd.DataFrame({"from_ref": ["chunk:a.md:c0000"], "to_ref": ["chunk:b.md:c0000"],
+        ...                            "type": ["references"], "evidence": [["chunk:a.md:c0000"]]}))
+        >>> [str(n.ref) for n in kb.reader.neighbors("chunk:a.md:c0000", types=["references"])]
+        ['chunk:b.md:c0000']
+        """
         self.commit(lambda s: with_edges(s, frame))
 
     def add_entities(self, frame: pd.DataFrame) -> None:
@@ -259,7 +306,16 @@ class KnowledgeBase:
     # ---------------------------------------------------------------- reading
     @property
     def reader(self):
-        """A graph reader pinned to the current state."""
+        """A graph reader pinned to the current state.
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_text("a.md", "# A\\n\\nAlpha.")
+        >>> [n.type for n in kb.reader.neighbors("chunk:a.md:c0000")]
+        ['hierarchy']
+        """
         from .graph.reader import GraphReader
 
         with self._lock:

@@ -98,7 +98,17 @@ class Recipe:
                    view=view, executor=executor)
 
     def retrieve(self, query: str, *, filter: dict | None = None, limit: int | None = None, admit: Any = None) -> HitList:
-        """Run the recipe and return its hits."""
+        """Run the recipe and return its hits.
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_text("a.md", "Release planning starts in March.")
+        >>> kb.add_text("b.md", "The office moves in June.")
+        >>> [hit.source.id for hit in kb.recipe(steps=[crux_nb.retrieve(limit=1)]).retrieve("release planning")]
+        ['a.md']
+        """
         return self.retrieve_with_trace(query, filter=filter, limit=limit, admit=admit).hits
 
     run = retrieve
@@ -108,6 +118,15 @@ class Recipe:
         """Run the recipe; return hits and a trace with one entry per step.
 
         A failing step raises :class:`RetrievalRunError` whose ``trace`` records the failed step.
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_text("a.md", "Release planning starts in March.")
+        >>> hits, trace = kb.recipe(steps=[crux_nb.retrieve(), crux_nb.expand_relations()]).retrieve_with_trace("release")
+        >>> [step.step_id for step in trace.steps], len(hits)
+        (['retrieve', 'expand-relations'], 1)
         """
         request = Request.build(query, filter=filter, limit=limit, admit=admit)
         context = self._context(request)
@@ -152,7 +171,18 @@ class Recipe:
                            executor=self.executor)
 
     def plan(self, query: str):
-        """The global-search preflight (reports, batches, input characters, calls) without any model call."""
+        """The global-search preflight (reports, batches, input characters, calls) without any model call.
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> from crux_nb.models import OfflineModel
+        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=OfflineModel()))
+        >>> kb.add_text("a.md", "Ada Park leads the Lumen launch.")
+        >>> _ = kb.communities.prepare(progress=False)
+        >>> kb.recipe(steps=[crux_nb.global_search(model=OfflineModel())]).plan("Lumen").calls
+        1
+        """
         request = Request.build(query)
         for step in self.steps:
             if step.kind == "global-search":
