@@ -29,7 +29,8 @@ __version__ = "0.1.0"
 _LAZY_NAMES = {
     "KnowledgeBase": ("crux_nb.knowledgebase", "KnowledgeBase"),
     "knowledge_base": ("crux_nb.knowledgebase", "knowledge_base"),
-    "open": ("crux_nb.knowledgebase", "open_knowledge_base"),
+    "open": ("crux_nb.opening", "open_knowledge_base"),
+    "history": ("crux_nb.store.generations", "history"),
     "communities": ("crux_nb.community.config", "communities"),
     "retrieve": ("crux_nb.retrieval", "retrieve"),
     "expand_relations": ("crux_nb.retrieval", "expand_relations"),
@@ -44,7 +45,7 @@ _LAZY_MODULES = ("models", "datasets", "retrieval", "widgets", "io", "display", 
                  "community", "views", "store", "graph", "extract", "validation", "hits")
 
 __all__ = [
-    "knowledge_base", "KnowledgeBase", "open", "communities",
+    "knowledge_base", "KnowledgeBase", "open", "history", "communities",
     "retrieve", "expand_relations", "global_search", "custom_step", "View", "evaluate", "Evaluation",
     "ChunkRef", "DocumentRef", "EntityRef", "ParentRef", "decode_ref", "encode_ref",
     "models", "datasets", "retrieval", "widgets", "io", "embeddings", "evaluation", "errors", "refs", "__version__",

@@ -21,6 +21,7 @@ __all__ = [
     "NotFoundError",
     "StorageError",
     "LeaseError",
+    "ConflictError",
     "RetrievalConfigError",
     "RetrievalRunError",
     "ModelError",
@@ -107,6 +108,25 @@ class LeaseError(StorageError):
     default_code = "lease_held"
     default_hint = ("another process is building or saving this knowledge base; wait for it to finish (a lease whose "
                     "holder stopped expires on its own).")
+
+
+class ConflictError(StorageError):
+    """``kb.save(path)`` found a newer generation than the one this knowledge base was read from.
+
+    Nothing was written and the knowledge base in memory is unchanged. ``current`` is the folder's generation,
+    ``base`` the one this knowledge base was read from (None for one never opened from or saved to that folder).
+    """
+
+    default_code = "save_conflict"
+    default_hint = ("reopen with crux_nb.open(path) and apply your change again, or call kb.save(path, merge=True) "
+                    "to apply this knowledge base's source changes onto the newer generation, or "
+                    "kb.save(path, overwrite=True) to replace it.")
+
+    def __init__(self, message: str, *, code: str | None = None, hint: str | None = None,
+                 current: str | None = None, base: str | None = None):
+        super().__init__(message, code=code, hint=hint)
+        self.current = current
+        self.base = base
 
 
 class RetrievalConfigError(CruxError, ValueError):

@@ -87,6 +87,11 @@ class EvidenceHit:
     def ref(self) -> ChunkRef:
         return ChunkRef(self.source.id, self.chunk_id)
 
+    def _repr_html_(self) -> str:
+        from .display.html import evidence_hit_html
+
+        return evidence_hit_html(self)
+
 
 @dataclass(frozen=True)
 class AssertionRef:

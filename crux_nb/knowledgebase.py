@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import threading
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import pandas as pd
 
+from .community.access import CommunityAccess
 from .community.graph_export import GraphExports
 from .errors import CruxError, NotFoundError, ParameterError
 from .schema import SCHEMAS
@@ -18,7 +20,7 @@ from .store import persist  # called through the module: tests patch persist.sav
 from .store.state import KBState, with_edges, with_entities, with_sources, without_sources
 from .validation import check_name
 
-__all__ = ["KnowledgeBase", "knowledge_base", "open_knowledge_base"]
+__all__ = ["KnowledgeBase", "knowledge_base"]
 
 
 
@@ -40,7 +42,7 @@ def knowledge_base(*, id: str = "kb", namespace: str | None = None, chunk_size: 
     return kb
 
 
-class KnowledgeBase(GraphExports):
+class KnowledgeBase(GraphExports, CommunityAccess):
     """Documents, sections, chunks, entities and typed edges as pandas DataFrames.
 
     Frames returned by the properties are copies: changing them never changes
@@ -61,6 +63,8 @@ class KnowledgeBase(GraphExports):
         self.path = None  # the folder this knowledge base was opened from or last saved to
         #: view revisions seen in this session, ``{(view id, revision): members}`` (pinned views replay them)
         self.view_revisions: dict[tuple[str, str], tuple] = {}
+        self._base = None  # the generation read from or last saved (see save())
+        self.saved_communities = None  # the communities configuration saved in the folder (see crux_nb.open)
 
     # ----------------------------------------------------------------- frames
     @property
@@ -202,6 +206,7 @@ class KnowledgeBase(GraphExports):
             ids = list(source_id)
         if not all(isinstance(s, str) for s in ids):
             raise ParameterError("kb.remove()", "source_id", "a source id or a list of source ids (strings)", source_id)
+        ids = [unicodedata.normalize("NFC", s) for s in ids]  # ids are stored in NFC (see add_text)
         known = set(self._state.documents["source_id"])
         missing = [s for s in ids if s not in known]
         if missing:
@@ -252,42 +257,6 @@ class KnowledgeBase(GraphExports):
         self._views[id] = normalised
         return View(self, id, normalised)
 
-    # ------------------------------------------------------------ communities
-    def configure_communities(self, config: Any) -> None:
-        """Attach a communities configuration (``crux_nb.communities(model=...)``)."""
-        from .community.config import CommunitiesConfig
-        from .community.surface import CommunitySurface
-
-        if not isinstance(config, CommunitiesConfig):
-            raise ParameterError("knowledge_base()", "communities", "a configuration from crux_nb.communities(model=...)",
-                                 config)
-        self.communities_config = config
-        self._communities = CommunitySurface(self, config)
-
-    @property
-    def has_communities(self) -> bool:
-        """Whether a communities configuration is attached (then :attr:`communities` is its surface).
-
-        Examples
-        --------
-        >>> import crux_nb
-        >>> crux_nb.knowledge_base(id="docs").has_communities
-        False
-        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
-        >>> kb.has_communities
-        True
-        """
-        return self._communities is not None
-
-    @property
-    def communities(self):
-        """The communities surface: ``status()``, ``prepare()``, ``reports()``, frames and the tree."""
-        if self._communities is None:
-            raise CruxError(f"knowledge base {self.id!r} has no communities configured.", code="communities_missing",
-                            hint="pass communities=crux_nb.communities(model=...) to crux_nb.knowledge_base(), "
-                                 "or call kb.configure_communities(...).")
-        return self._communities
-
     # ---------------------------------------------------------------- reading
     @property
     def reader(self):
@@ -318,25 +287,70 @@ class KnowledgeBase(GraphExports):
 
         return Recipe.bind(self, steps=steps, id=id, model=model, concurrency=concurrency, executor=executor)
 
-    def save(self, path: str | os.PathLike, *, partition_rows: int = 100_000) -> str:
+    def save(self, path: str | os.PathLike, *, partition_rows: int = 100_000, overwrite: bool = False,
+             merge: bool = False, keep: int | None = None) -> str:
         """Save as a new generation (one Parquet dataset per table, ``partition_rows`` rows per file);
         returns the generation id. ``crux_nb.store.persist.table_paths(path)`` names the table folders.
 
+        The save publishes only if the folder is still at the generation this knowledge base was read from
+        (``kb.base_generation``; checked under the build lease, atomically with the publish). Otherwise it raises
+        :class:`~crux_nb.errors.ConflictError` (code ``save_conflict``) and writes nothing. The ways out:
+
+        * reopen with ``crux_nb.open(path)`` and apply the change again;
+        * ``merge=True``: apply this knowledge base's source-level changes since its base generation (sources
+          added, replaced or removed, with their extraction results and evidence; edges and entities added) onto
+          the newer generation, and make the result this knowledge base's state. A source changed on both sides
+          differently raises ``ConflictError`` (code ``merge_conflict``). Communities come from the side that
+          rebuilt them (the newer generation's if both did); ``status()`` says ``stale`` when the merged sources
+          differ from what they were built from;
+        * ``overwrite=True``: replace the newer generation (it stays in ``crux_nb.history(path)`` while kept).
+
+        ``keep`` sets how many generations the folder keeps (recorded in the folder; default 2).
+
         Examples
         --------
-        >>> import tempfile, pathlib, crux_nb
-        >>> kb = crux_nb.knowledge_base(id="docs")
-        >>> kb.add_text("a.md", "Alpha.")
-        >>> folder = pathlib.Path(tempfile.mkdtemp()) / "kb"
+        >>> import tempfile, crux_nb
+        >>> folder = tempfile.mkdtemp() + "/kb"
+        >>> kb = crux_nb.knowledge_base(id="s")
+        >>> kb.add_text("a.md", "# A\\n\\nAlpha.")
         >>> kb.save(folder)
         'g000001'
-        >>> crux_nb.open(folder).documents["source_id"].tolist()
-        ['a.md']
+        >>> other = crux_nb.open(folder)
+        >>> other.add_text("b.md", "# B\\n\\nBeta.")
+        >>> other.save(folder)
+        'g000002'
+        >>> kb.add_text("c.md", "# C\\n\\nGamma.")
+        >>> kb.save(folder)
+        Traceback (most recent call last):
+        ...
+        crux_nb.errors.ConflictError: kb.save(): ... Nothing was written. Hint: ...
+        >>> kb.save(folder, merge=True)
+        'g000003'
+        >>> sorted(crux_nb.open(folder).documents["source_id"])
+        ['a.md', 'b.md', 'c.md']
         """
         persist.check_path("kb.save()", path)
-        generation = persist.save(self, path, partition_rows=partition_rows)
+        generation = persist.save(self, path, partition_rows=partition_rows, overwrite=overwrite, merge=merge, keep=keep)
         self.path = path
         return generation
+
+    @property
+    def base(self):
+        """The generation this knowledge base was read from or last saved as (a ``generations.Base``), or None."""
+        return self._base
+
+    @property
+    def base_generation(self) -> str | None:
+        """The id of the generation this knowledge base was read from or last saved as (None if never)."""
+        return None if self._base is None else self._base.generation
+
+    def published(self, state: KBState, base: Any) -> None:
+        """Record a publish (or an open): ``state`` is what the folder holds as generation ``base``."""
+        with self._lock:
+            if state is not self._state:
+                self._state = state
+                self._reader = None
+            self._base = base
 
     def summary(self) -> dict[str, int]:
         s = self._state
@@ -351,26 +365,3 @@ class KnowledgeBase(GraphExports):
         from .display.html import knowledge_base_html
 
         return knowledge_base_html(self)
-
-
-def open_knowledge_base(path: str | os.PathLike, *, verify: bool = True, communities: Any = None) -> KnowledgeBase:
-    """Open a saved knowledge base at its current generation (``crux_nb.open``).
-
-    ``verify`` checks every table's SHA-256 against the manifest first; ``communities`` attaches a
-    communities configuration (saved communities and reports are read either way).
-
-    Examples
-    --------
-    >>> import tempfile, pathlib, crux_nb
-    >>> kb = crux_nb.knowledge_base(id="docs")
-    >>> kb.add_text("a.md", "Alpha.")
-    >>> _ = kb.save(pathlib.Path(tempfile.mkdtemp()) / "kb")
-    >>> crux_nb.open(kb.path).summary()["chunks"]
-    1
-    """
-    root, meta, state = persist.read_current(path, verify=verify)
-    kb = KnowledgeBase(id=meta["id"], namespace=meta["namespace"], chunk_size=meta["chunk_size"], state=state)
-    kb.path = root
-    if communities is not None:
-        kb.configure_communities(communities)
-    return kb

@@ -39,6 +39,11 @@ class ViewRevision:
     revision: str
     members: tuple[str, ...]  # source ids, sorted
 
+    def _repr_html_(self) -> str:
+        from .display.html import view_revision_html
+
+        return view_revision_html(self)
+
 
 def _kind(value: Any) -> str:
     if value is None:
@@ -158,8 +163,11 @@ class View:
     @property
     def communities(self):
         """Communities of this view's current revision (each revision is its own materialisation)."""
+        from .community.restore import ModelRequired
         from .community.surface import CommunitySurface
 
+        if isinstance(self.kb.communities, ModelRequired):  # opened without its model: the same answer here
+            return self.kb.communities
         config = self.kb.communities.config
         revision = self.resolve().revision
         return CommunitySurface(self.kb, config, scope=f"view:{self.id}@{revision}",
@@ -179,3 +187,11 @@ class View:
     def __repr__(self) -> str:
         pin = f", revision={self.pinned!r}" if self.pinned else ""
         return f"View(id={self.id!r}, where={self.where!r}{pin})"
+
+    def _repr_html_(self) -> str:
+        from .display.html import view_html
+
+        try:
+            return view_html(self, self.resolve())
+        except CruxError as exc:  # a pinned revision that no longer replays: show why instead of failing
+            return view_html(self, None, exc.message)

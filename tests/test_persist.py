@@ -96,7 +96,7 @@ def test_open_errors(tmp_path, rich_kb):
     (path / "CURRENT").write_text("{not json")
     with pytest.raises(StorageError, match="CURRENT pointer .* corrupted"):
         crux_nb.open(path)
-    (path / "CURRENT").write_text(json.dumps({"format": "crux_nb", "generation": "g000009"}))
+    (path / "CURRENT").write_text(json.dumps({"format": "crux_nb", "format_version": 2, "generation": "g000009"}))
     with pytest.raises(StorageError, match="no manifest"):
         crux_nb.open(path)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, Iterator, Literal
 
 import pandas as pd
 
@@ -42,8 +42,24 @@ class PrepareResult:
 
 @dataclass(frozen=True)
 class ReportPage:
+    """One page of reports: iterate it (``for report in page``), ``len(page)``, ``page[0]``; ``cursor`` continues."""
+
     reports: tuple[CommunityReport, ...]
     cursor: str | None = None
+
+    def __iter__(self) -> Iterator[CommunityReport]:
+        return iter(self.reports)
+
+    def __len__(self) -> int:
+        return len(self.reports)
+
+    def __getitem__(self, index: int) -> CommunityReport:
+        return self.reports[index]
+
+    def _repr_html_(self) -> str:
+        from ..display.html import report_page_html
+
+        return report_page_html(self)
 
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame([{"community_id": r.community_id, "level": r.level, "parent_id": r.parent_id,

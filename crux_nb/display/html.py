@@ -72,11 +72,9 @@ def recipe_html(recipe: Any) -> str:
 
 
 def hits_html(hits: Any) -> str:
-    from ..hits import EvidenceHit
-
     rows = []
     for i, hit in enumerate(hits, start=1):
-        if isinstance(hit, EvidenceHit):
+        if hit.kind == "evidence":  # duck-typed: display sits below hits (EvidenceHit._repr_html_ calls down here)
             where = encode_ref(hit.ref)
             graph = hit.provenance.graph if hit.provenance else None
             how = f"{' > '.join(graph.edges)} from {graph.seed}" if graph else ""
@@ -116,3 +114,43 @@ def communities_html(surface: Any) -> str:
     body = f"<div>{status}</div>" + (table(["community", "level", "kind", "chunks", "entities", "title"], rows)
                                       if rows else '<div class="crux-muted">not built yet: call prepare()</div>')
     return box(f"communities {surface.config.id!r} ({surface.scope})", body, cls="crux-communities")
+
+
+def evidence_hit_html(hit: Any) -> str:
+    graph = hit.provenance.graph if hit.provenance else None
+    meta = badge(f"score: {hit.score:.4f}") + badge(f"source: {hit.source.id}")
+    if hit.parent is not None:
+        meta += badge(f"section: {clip(hit.parent.title, 60)}")
+    if graph is not None:
+        meta += badge(f"via {' > '.join(graph.edges)} from {graph.seed}")
+    body = f'<div>{meta}</div><div class="crux-text">{esc(hit.content)}</div>'
+    return box(f"evidence {encode_ref(hit.ref)}", body, cls="crux-hit")
+
+
+def report_page_html(page: Any) -> str:
+    rows = [(r.community_id, r.level, clip(r.title, 80), len(r.findings), r.n_chunks) for r in page.reports]
+    body = (table(["community", "level", "title", "findings", "chunks"], rows) if rows
+            else '<div class="crux-muted">no reports</div>')
+    if page.cursor is not None:
+        body += f'<div class="crux-muted">more after cursor {esc(page.cursor)!s}</div>'
+    return box(f"{len(page.reports)} reports", body, cls="crux-report-page")
+
+
+def view_html(view: Any, revision: Any = None, error: str | None = None) -> str:
+    rows = [(field, repr(value)) for field, value in view.where.items()]
+    meta = badge(f"namespace: {view.kb.namespace}") + (badge(f"pinned: {view.pinned}") if view.pinned else "")
+    if revision is not None:
+        meta += badge(f"revision: {revision.revision}") + badge(f"members: {len(revision.members)}")
+    body = f"<div>{meta}</div>" + table(["field", "where"], rows)
+    if error:
+        body += f'<div class="crux-muted">⚠ {esc(error)}</div>'
+    return box(f"View {view.id!r}", body, cls="crux-view")
+
+
+def view_revision_html(revision: Any) -> str:
+    shown = revision.members[:10]
+    more = len(revision.members) - len(shown)
+    body = (f"<div>{badge(f'members: {len(revision.members)}')}</div>"
+            + table(["source_id"], [(s,) for s in shown])
+            + (f'<div class="crux-muted">… and {more} more</div>' if more > 0 else ""))
+    return box(f"revision {revision.revision} of view {revision.view_id!r}", body, cls="crux-view-revision")

@@ -17,13 +17,16 @@
 
     kb = read_graphrag("graphrag-project/output", id="carol")
     kb.graphrag.to_frame()          # what was imported, how many references resolved
+    kb.graphrag.warnings            # rows left out or completed (placeholder entities…), counted
     write_graphrag(kb, "exported")  # and back
 """
 
-from .graphrag_read import GraphRAGImport, read_graphrag
+from .graphrag_read import read_graphrag
+from .graphrag_result import GraphRAGImport, GraphRAGWarning
 from .graphrag_refs import ReferenceCounts, format_references, parse_references, strip_references
 from .graphrag_write import GraphRAGExport, write_graphrag
 from .graph_exchange import edges_from_networkx, expansion_graph, write_graphml
 
-__all__ = ["read_graphrag", "write_graphrag", "GraphRAGImport", "GraphRAGExport", "ReferenceCounts",
-           "parse_references", "strip_references", "format_references", "write_graphml", "edges_from_networkx", "expansion_graph"]
+__all__ = ["read_graphrag", "write_graphrag", "GraphRAGImport", "GraphRAGWarning", "GraphRAGExport", "ReferenceCounts",
+           "parse_references", "strip_references", "format_references", "write_graphml", "edges_from_networkx",
+           "expansion_graph"]

@@ -28,7 +28,6 @@ GraphRAG's own ids, human readable ids and levels are kept on ``kb.graphrag``
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -38,46 +37,14 @@ from ..errors import InputError, ParameterError
 from ..refs import ChunkRef, EntityRef, decode_ref, encode_ref
 from ..schema import coerce, empty_frame, frozen_metadata
 from ..store.state import KBState
-from .graphrag_refs import ReferenceCounts
+from .graphrag_result import GraphRAGImport, GraphRAGWarning
 from .graphrag_tables import GraphRAGTables, load_tables, missing
 
-__all__ = ["read_graphrag", "GraphRAGImport", "STAGE"]
+__all__ = ["read_graphrag", "GraphRAGImport", "GraphRAGWarning", "STAGE"]
+_SHOWN_ROWS = 5
 
 STAGE = "graphrag"
 PROVENANCE = "derived"
-
-
-@dataclass(frozen=True)
-class GraphRAGImport:
-    """How a GraphRAG folder was imported: counts, reference resolution, and GraphRAG's ids by crux id."""
-
-    folder: str
-    layout: str
-    counts: dict[str, int]
-    references: ReferenceCounts
-    notes: tuple[str, ...] = ()
-    documents: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
-    text_units: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
-    entities: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
-    relationships: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
-    communities: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
-    covariates: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
-
-    def to_frame(self) -> pd.DataFrame:
-        """The counts and the reference resolution as one two-column frame."""
-        refs = self.references
-        rows = list(self.counts.items()) + [
-            ("findings", refs.findings), ("findings with resolved references", refs.findings_resolved),
-            ("findings on community text units (fallback)", refs.findings_fallback),
-            ("references cited", refs.references), ("references resolved", refs.resolved),
-            ("references unresolved", refs.unresolved), ("'+more' markers", refs.more_markers)]
-        return pd.DataFrame(rows, columns=["what", "count"])
-
-    def __repr__(self) -> str:
-        c = self.counts
-        return (f"GraphRAGImport(chunks={c.get('chunks')}, entities={c.get('entities')}, "
-                f"mentions={c.get('mentions')}, related={c.get('related')}, communities={c.get('communities')}, "
-                f"references_resolved={self.references.resolved}/{self.references.references})")
 
 
 def read_graphrag(path: str | os.PathLike, *, id: str = "graphrag", namespace: str | None = None,
@@ -116,7 +83,7 @@ def read_graphrag(path: str | os.PathLike, *, id: str = "graphrag", namespace: s
               "unknown_text_unit_ids": build.unknown_tu, **comm_info["counts"]}
     kb.graphrag = GraphRAGImport(  # type: ignore[attr-defined]
         folder=str(tables.folder), layout=tables.layout, counts=counts, references=refs,
-        notes=tuple(build.notes + comm_info["notes"]), documents=build.doc_map, text_units=build.tu_map,
+        notes=tuple(build.notes + comm_info["notes"]), warnings=tuple(build.warnings), documents=build.doc_map, text_units=build.tu_map,
         entities=build.entity_map, relationships=build.rel_map, communities=comm_info["map"],
         covariates=build.covariates)
     return kb
@@ -139,6 +106,12 @@ class _GraphBuilder:
         self.notes: list[str] = []
         self.unknown_tu = 0
         self.placeholders = 0
+        self.warnings: list[GraphRAGWarning] = []
+
+    def warn(self, code: str, table: str, column: str, rows: list[int], message: str) -> None:
+        if rows:
+            self.warnings.append(GraphRAGWarning(code, self.t.files.get(table, table), column, len(rows),
+                                                 tuple(rows[:_SHOWN_ROWS]), message))
 
     # -------------------------------------------------------------- sources
     def _documents(self) -> tuple[dict[str, dict], dict[str, str]]:
@@ -177,6 +150,9 @@ class _GraphBuilder:
         by_title = all(isinstance(x, str) and x.strip() for x in titles) and len(set(titles)) == len(titles)
         self.source_of_doc = {d: (row["title"] if by_title else d) for d, row in docs.items()}
         frame = t.frames["text_units"]
+        if frame.empty:
+            raise InputError(f"GraphRAG table {t.files['text_units']!r} has no rows: there is no text to import.",
+                             code="graphrag_invalid_value", hint="point read_graphrag() at a finished GraphRAG index.")
         hrid = t.column("text_units", "human_readable_id")
         order = {tu: (k if h is None else h, k) for k, (tu, h) in enumerate(zip(frame["id"], hrid))}
         position = {tu: i for row in docs.values() for i, tu in enumerate(row.get("text_unit_ids") or ())}
@@ -187,12 +163,16 @@ class _GraphBuilder:
                 raise InputError(f"GraphRAG table {t.files['text_units']!r} row {k}: text unit id {tu!r} is "
                                  "missing or repeated.", code="graphrag_invalid_value")
             seen.add(tu)
+            if any(ord(ch) < 32 for ch in tu):
+                raise InputError(f"GraphRAG table {t.files['text_units']!r}, column 'id', row {k}: text unit id "
+                                 f"{tu!r} contains control characters.", code="graphrag_invalid_value",
+                                 hint="text unit ids become chunk ids, which must be printable.")
             doc = tu_doc.get(tu)
             if doc is None:
                 raise InputError(f"GraphRAG text unit {tu!r} belongs to no document.", code="graphrag_invalid_value")
             source = self.source_of_doc[doc]
             rows.append({"tu": tu, "source_id": source, "chunk_id": chunk_id_for(tu, source),
-                         "key": (position.get(tu, len(position) + order[tu][0]), order[tu]), "content": rec["text"] or ""})
+                         "key": (position.get(tu, len(position) + order[tu][0]), order[tu]), "content": rec["text"]})
             tu_rows.append({"graphrag_id": tu, "human_readable_id": order[tu][0], "n_tokens": rec.get("n_tokens"),
                             "document_id": doc})
         rows.sort(key=lambda r: (r["source_id"], r["key"]))
@@ -212,9 +192,14 @@ class _GraphBuilder:
         doc_rows, map_rows, by_source = [], [], {}
         for r in rows:
             by_source.setdefault(r["source_id"], []).append(r)
+        empty = [k for k, d in enumerate(docs) if not by_source.get(self.source_of_doc[d])]
+        self.warn("documents_without_text_units", "documents", "text_unit_ids", empty,
+                  "documents without any text unit were left out (they have nothing to retrieve)")
         for d, row in docs.items():
             source = self.source_of_doc[d]
             mine = by_source.get(source, [])
+            if not mine:
+                continue
             text = row.get("text") if isinstance(row.get("text"), str) else "\n\n".join(r["content"] for r in mine)
             doc_rows.append({"source_id": source, "title": row.get("title") or source, "path": None,
                              "media_type": "text/plain", "content_hash": stable_hash({"text": text}),
@@ -255,6 +240,7 @@ class _GraphBuilder:
             tu_lists = [by_entity.get(i, []) for i in ids]
         self.entity_chunks: dict[str, tuple[str, ...]] = {}
         self.entity_hrid: dict[str, tuple[str, ...]] = {}
+        unknown_rows, unmentioned = [], []
         for k, rec in enumerate(frame.to_dict("records")):
             title = (rec["title"] or "").strip()
             if not title:
@@ -266,7 +252,16 @@ class _GraphBuilder:
             ref = encode_ref(EntityRef(eid))
             self.entity_of_id[eid] = ref
             self.entity_of_title.setdefault(title, ref)
+            if ids[k] and any(ord(ch) < 32 for ch in eid):
+                raise InputError(f"GraphRAG table {t.files['entities']!r}, column 'id', row {k}: entity id {eid!r} "
+                                 "contains control characters.", code="graphrag_invalid_value",
+                                 hint="entity ids become entity refs, which must be printable.")
+            before = self.unknown_tu
             chunks = tuple(self.known_chunks(tu_lists[k] or []))
+            if self.unknown_tu > before:
+                unknown_rows.append(k)
+            if not chunks:
+                unmentioned.append(k)
             self.entity_chunks[ref] = chunks
             self.entity_hrid[str(k if hrid[k] is None else hrid[k])] = chunks
             rows.append({"entity_id": eid, "ref": ref, "canonical_name": title, "type": _text(rec.get("type")),
@@ -275,6 +270,11 @@ class _GraphBuilder:
                              else hrid[k], "title": title, "frequency": rec.get("frequency"),
                              "degree": rec.get("degree"), "placeholder": False})
         self.entity_rows, self.entity_map_rows = rows, map_rows
+        column = "text_unit_ids" if t.has("entities", "text_unit_ids") else "id (text_units.entity_ids)"
+        self.warn("unknown_text_unit_ids", "entities", column, unknown_rows,
+                  "text unit ids that are not in the text_units table were ignored")
+        self.warn("entities_without_mentions", "entities", column, unmentioned,
+                  "entities no known text unit mentions were kept without 'mentions' edges")
 
     def _entity_for_title(self, title: str) -> str:
         ref = self.entity_of_title.get(title)
@@ -311,15 +311,19 @@ class _GraphBuilder:
             tu_lists = [by_rel.get(i, []) for i in ids]
         merged: dict[str, dict] = {}
         map_rows, self.rel_hrid, self.rel_dropped, bad_weights = [], {}, 0, 0
+        dropped_rows, placeholder_rows, real_titles = [], [], set(self.entity_of_title)
         for k, rec in enumerate(frame.to_dict("records")):
             a, b = (rec["source"] or "").strip(), (rec["target"] or "").strip()
             h = k if hrid[k] is None else hrid[k]
             chunks = self.known_chunks(tu_lists[k] or []) if a and b else []
             if not chunks:
                 self.rel_dropped += 1
+                dropped_rows.append(k)
                 map_rows.append({"edge_id": None, "graphrag_id": ids[k], "human_readable_id": h, "source": a,
                                  "target": b, "weight": rec.get("weight"), "combined_degree": rec.get("combined_degree")})
                 continue
+            if a not in real_titles or b not in real_titles:
+                placeholder_rows.append(k)
             ends = sorted((self._entity_for_title(a), self._entity_for_title(b)))
             edge_id = stable_id("edge", {"type": "related", "from": ends[0], "to": ends[1], "direction": "symmetric",
                                          "stage": STAGE})
@@ -349,6 +353,11 @@ class _GraphBuilder:
         if self.rel_dropped:
             self.notes.append(f"{self.rel_dropped} relationships without a known text unit were left out "
                               "(every crux_nb edge needs evidence)")
+        self.warn("relationships_without_evidence", "relationships", "text_unit_ids", dropped_rows,
+                  "relationships without a known text unit were left out (every crux_nb edge needs evidence)")
+        self.warn("placeholder_entities", "relationships", "source/target", placeholder_rows,
+                  "relationship ends missing from the entities table became placeholder entities "
+                  "(kb.graphrag.entities['placeholder'])")
         self.rel_map = pd.DataFrame(map_rows, columns=["edge_id", "graphrag_id", "human_readable_id", "source",
                                                        "target", "weight", "combined_degree"])
         self.edge_frame = _frame(edges, "edges", ["edge_id"])

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError, StorageError
+from ..schema import check_unicode
 
 TABLES = ("documents", "text_units", "entities", "relationships", "communities", "community_reports", "covariates")
 REQUIRED_TABLES = ("text_units", "entities", "relationships", "communities", "community_reports")
@@ -40,7 +41,7 @@ COLUMNS: dict[str, dict[str, tuple[str, bool, tuple[str, ...]]]] = {
                   "creation_date": ("str", False, ("creation_date",)),
                   "metadata": ("any", False, ("metadata", "raw_data"))},
     "text_units": {"id": ("str", True, ("id",)), "human_readable_id": ("int", False, ("human_readable_id",)),
-                   "text": ("str", True, ("text", "chunk")), "n_tokens": ("int", False, ("n_tokens",)),
+                   "text": ("text", True, ("text", "chunk")), "n_tokens": ("int", False, ("n_tokens",)),
                    "document_id": ("str", False, ("document_id",)),
                    "document_ids": ("ids", False, ("document_ids",)),
                    "entity_ids": ("ids", False, ("entity_ids",)),
@@ -57,14 +58,14 @@ COLUMNS: dict[str, dict[str, tuple[str, bool, tuple[str, ...]]]] = {
                       "combined_degree": ("int", False, ("combined_degree", "rank")),
                       "text_unit_ids": ("ids", False, ("text_unit_ids",))},
     "communities": {"id": ("str", False, ("id",)), "human_readable_id": ("int", False, ("human_readable_id",)),
-                    "community": ("int", False, ("community",)), "level": ("int", True, ("level",)),
+                    "community": ("int", False, ("community",)), "level": ("level", True, ("level",)),
                     "parent": ("int", False, ("parent",)), "children": ("ints", False, ("children",)),
                     "title": ("str", False, ("title",)), "entity_ids": ("ids", False, ("entity_ids",)),
                     "relationship_ids": ("ids", False, ("relationship_ids",)),
                     "text_unit_ids": ("ids", False, ("text_unit_ids",)), "period": ("str", False, ("period",)),
                     "size": ("int", False, ("size",))},
     "community_reports": {"id": ("str", False, ("id",)), "human_readable_id": ("int", False, ("human_readable_id",)),
-                          "community": ("int", True, ("community",)), "level": ("int", False, ("level",)),
+                          "community": ("int", True, ("community",)), "level": ("level", False, ("level",)),
                           "title": ("str", True, ("title",)), "summary": ("str", False, ("summary",)),
                           "full_content": ("str", False, ("full_content",)), "rank": ("float", False, ("rank",)),
                           "rating_explanation": ("str", False, ("rating_explanation", "rank_explanation")),
@@ -215,7 +216,29 @@ def _plain(value: Any, depth: int = 0) -> Any:
     return str(value)
 
 
+def _clean_text(value: Any, where: str) -> str:
+    """A text unit's text: a non-empty string without NUL (what ``kb.add_text`` accepts)."""
+    if isinstance(value, (bytes, bytearray)):
+        value = value.decode("utf-8", "replace")
+    if missing(value) or not isinstance(value, str):
+        got = "missing" if missing(value) else f"a {type(value).__name__} ({value!r:.40})"
+        raise InputError(f"{where}: the text must be a string; it is {got}.", code="graphrag_invalid_value",
+                         hint="every text unit needs its text; re-run GraphRAG's indexing or drop the row.")
+    if not value.strip() or "\x00" in value:
+        raise InputError(f"{where}: the text is {'empty' if not value.strip() else 'binary (it holds NUL bytes)'}.",
+                         code="graphrag_invalid_value", hint="every text unit needs readable text; drop the row.")
+    return check_unicode(value, where)
+
+
 def _clean(value: Any, kind: str, where: str) -> Any:
+    if kind == "text":
+        return _clean_text(value, where)
+    if kind == "level":
+        level = _clean(value, "int", where)
+        if level is not None and level < 0:
+            raise InputError(f"{where}: level {level} is negative; GraphRAG levels count from 0 (the top).",
+                             code="graphrag_invalid_value")
+        return level
     if kind == "any":
         return None if missing(value) else _plain(value)
     if kind in ("ids", "ints", "findings"):
@@ -243,7 +266,7 @@ def _clean(value: Any, kind: str, where: str) -> Any:
                          code="graphrag_invalid_value") from None
 
 
-_KIND_NAMES = {"str": "string", "int": "integer", "float": "number", "ids": "list of ids",
+_KIND_NAMES = {"text": "string", "level": "integer", "str": "string", "int": "integer", "float": "number", "ids": "list of ids",
                "ints": "list of integers", "findings": "list of findings"}
 
 

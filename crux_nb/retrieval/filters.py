@@ -71,3 +71,26 @@ def filter_mask(state: Any, namespace: str, filter: Mapping[str, Any] | None) ->
     return np.fromiter((record_matches(hit_record(namespace, s, c, m), filter)
                         for s, c, m in zip(cols["source_id"], cols["chunk_id"], cols["metadata"])),
                        dtype=bool, count=n)
+
+
+BUILTIN_FIELDS = ("namespace", "source_id", "chunk_id")
+
+
+def known_fields(state: Any) -> frozenset[str]:
+    """Every field a filter can match in ``state``: the built-in ones and any chunk's scalar metadata key."""
+    fields = state.cache.get("filter_fields")
+    if fields is None:
+        keys = {k for m in state.lookup.columns["metadata"] for k, v in m.items() if is_scalar(v)}
+        fields = state.cache["filter_fields"] = frozenset(keys | set(BUILTIN_FIELDS))
+    return fields
+
+
+def unknown_field_warnings(state: Any, filter: Mapping[str, Any] | None) -> list[str]:
+    """One warning per filter field no chunk has (such a filter can match nothing; views refuse the same
+    mistake with ``unknown_field``)."""
+    if not filter:
+        return []
+    fields = known_fields(state)
+    return [f"retrieve: filter field {key!r} is not a field of any chunk in this knowledge base, so nothing "
+            f"matches it (fields: {', '.join(sorted(fields)[:12])}{' …' if len(fields) > 12 else ''})."
+            for key in filter if key not in fields]

@@ -17,7 +17,7 @@ from ..hits import to_data
 from .results import HitList, RetrievalResult
 from .base import PRODUCER_KINDS, RESERVED_IDS, Step
 from .retriever.step import retrieve
-from .trace import RecipeTrace, StepTrace
+from .trace import RecipeTrace, StepTrace, collapse_warnings
 from .types import KnowledgeBinding, PlannedQuery, Request, StepContext, StepInput
 
 
@@ -153,7 +153,7 @@ class Recipe:
                 new_queries = queries
             traces.append(StepTrace(step.id, step.kind, "success", _ms(t0), len(queries), len(hits),
                                     len(new_queries) if step.phase[1] == "queries" else 0, len(new_hits),
-                                    tuple(out.warnings), out.knowledge, out.details))
+                                    collapse_warnings(out.warnings), out.knowledge, out.details))
             queries, hits = new_queries, new_hits
         final = HitList(hits if self.steps and self.steps[-1].phase[1] == "hits" else ())
         if request.limit is not None:
@@ -192,7 +192,7 @@ class Recipe:
     _runs = itertools.count(1)
 
     def _trace(self, request: Request, traces: list[StepTrace], count: int, started: float) -> RecipeTrace:
-        warnings = tuple(w for t in traces for w in t.warnings)
+        warnings = collapse_warnings(w for t in traces for w in t.warnings)
         errors = tuple(t.error for t in traces if t.error)
         return RecipeTrace(id=f"{self.id}#{next(Recipe._runs)}", recipe_id=self.id, fingerprint=self.fingerprint,
                            query=request.query, steps=tuple(traces), result_count=count,

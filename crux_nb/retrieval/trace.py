@@ -15,6 +15,18 @@ import pandas as pd
 from ..hits import to_data
 
 
+def collapse_warnings(warnings: Any) -> tuple[str, ...]:
+    """Each distinct warning once, in first-seen order; a repeated one says how often it came.
+
+    >>> collapse_warnings(["a", "b", "a", "a"])
+    ('a (3 times)', 'b')
+    """
+    counts: dict[str, int] = {}
+    for warning in warnings:
+        counts[warning] = counts.get(warning, 0) + 1
+    return tuple(w if n == 1 else f"{w} ({n} times)" for w, n in counts.items())
+
+
 @dataclass(frozen=True)
 class StepTrace:
     step_id: str

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import os
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,14 +39,30 @@ class SourceSpec:
     path: str | None = None
 
 
+#: Bidirectional controls: they reorder how an id is displayed (``a\u202egpj.md`` shows as ``adm.jpg``).
+BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_INVISIBLE_CATEGORIES = frozenset({"Cf", "Cc", "Zs", "Zl", "Zp", "Mn", "Me"})
+_INVISIBLE_LETTERS = frozenset("\u115f\u1160\u3164\uffa0")  # Hangul fillers: letters that show nothing
+
+
 def check_source_id(source_id: Any) -> str:
+    """A valid source id in NFC form (so the composed and decomposed spellings of ``é.md`` are one id)."""
     if not isinstance(source_id, str) or not source_id.strip():
         raise InputError(f"source id {source_id!r} must be a non-empty string.",
                          hint="pass a name such as 'launch-plan.md'.")
     if any(ord(ch) < 32 for ch in source_id):
         raise InputError(f"source id {source_id!r} contains control characters.",
                          hint="remove tabs, newlines and other control characters from the id.")
-    return check_unicode(source_id, f"source id {source_id!r}")
+    check_unicode(source_id, f"source id {source_id!r}")
+    bidi = next((ch for ch in source_id if ch in BIDI_CONTROLS), None)
+    if bidi is not None:
+        raise InputError(f"source id {source_id!r} contains the bidirectional control character U+{ord(bidi):04X}.",
+                         hint="remove right-to-left overrides and other bidi controls from the id: they make it "
+                              "display as a different name.")
+    if all(unicodedata.category(ch) in _INVISIBLE_CATEGORIES or ch in _INVISIBLE_LETTERS for ch in source_id):
+        raise InputError(f"source id {source_id!r} has no visible character.",
+                         hint="pass a name such as 'launch-plan.md'.")
+    return unicodedata.normalize("NFC", source_id)
 
 
 def check_text(source_id: str, text: Any) -> str:

@@ -25,6 +25,7 @@ import os
 import re
 import shutil
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,18 +33,18 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..errors import NotFoundError, ParameterError, StorageError
+from ..errors import ConflictError, NotFoundError, ParameterError, StorageError
 from ..schema import JSON_COLUMNS, SCHEMAS, TUPLE_COLUMNS, coerce, empty_frame, frozen_metadata, has_surrogate
+from .generations import (FORMAT, GEN, RESTORE, Base, check_version, current_pointer, generation_folder, inside,
+                          kept, manifest_digest, read_base)
 from .lease import Lease
 from .state import KBState
 
-FORMAT = "crux_nb"
 FORMAT_VERSION = 2
+#: Generations kept by default (``kb.save(path, keep=N)`` changes it for the folder).
 KEEP_GENERATIONS = 2
 _OPEN_ATTEMPTS = 5
 PARTITION_ROWS = 100_000
-_GEN = re.compile(r"^g(\d{6,})$")
-_RESTORE = "the saved folder was changed outside crux_nb; restore it from a backup (kb.save keeps the previous generation)."
 _PART = re.compile(r"^part-\d{5}\.parquet$")
 #: Tables added after format 2 was first written: a generation saved before them opens with them empty.
 LATER_TABLES = frozenset({"embeddings"})
@@ -102,33 +103,66 @@ def check_path(owner: str, path: Any) -> None:
         raise ParameterError(owner, "path", "a folder path (a non-empty str or pathlib.Path, valid Unicode)", path)
 
 
-def _generations(root: Path) -> list[str]:
-    gens = root / "generations"
-    if not gens.is_dir():
-        return []
-    return sorted(p.name for p in gens.iterdir() if _GEN.match(p.name))
-
-
 def _check_target(root: Path) -> None:
     if root.exists() and not root.is_dir():
         raise StorageError(f"{str(root)!r} exists and is not a folder.", hint="choose a folder path for kb.save().")
     if root.is_dir() and any(root.iterdir()) and not (root / "CURRENT").exists() and not (root / "generations").exists():
         raise StorageError(f"folder {str(root)!r} is not empty and is not a crux_nb knowledge base.",
                            hint="save into a new or empty folder.")
+    gens = root / "generations"
+    if gens.is_symlink() or gens.exists():
+        inside(root, gens, "the generations folder")
 
 
-def save(kb: Any, path: str | os.PathLike, *, partition_rows: int = PARTITION_ROWS) -> str:
-    """Write ``kb`` as a new generation and make it current; returns the generation id."""
+def _check_save_options(partition_rows: Any, overwrite: Any, merge: Any, keep: Any) -> None:
     if isinstance(partition_rows, bool) or not isinstance(partition_rows, int) or partition_rows < 1:
         raise ParameterError("kb.save", "partition_rows", "a positive integer", partition_rows)
+    for name, value in (("overwrite", overwrite), ("merge", merge)):
+        if not isinstance(value, bool):
+            raise ParameterError("kb.save", name, "a boolean", value)
+    if overwrite and merge:
+        raise ParameterError("kb.save", "merge", "False when overwrite=True (choose one way out of a conflict)", merge)
+    if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 1):
+        raise ParameterError("kb.save", "keep", "a positive integer (generations kept) or None", keep)
+
+
+def conflict(root: Path, current: Base, base: Base | None) -> ConflictError:
+    if base is None:
+        told = "this knowledge base was not opened from it"
+    elif base.generation == current.generation:
+        told = f"this knowledge base was read from a different {base.generation} (another folder's)"
+    else:
+        told = f"this knowledge base was read from generation {base.generation}"
+    return ConflictError(f"kb.save(): {str(root)!r} is at generation {current.generation}, but {told}; saving "
+                         "would discard the changes saved since. Nothing was written.",
+                         current=current.generation, base=None if base is None else base.generation)
+
+
+def save(kb: Any, path: str | os.PathLike, *, partition_rows: int = PARTITION_ROWS, overwrite: bool = False,
+         merge: bool = False, keep: int | None = None) -> str:
+    """Write ``kb`` as a new generation and make it current; returns the generation id.
+
+    Publishes only if the folder's current generation is still the one ``kb`` was read from (checked under the
+    build lease, together with the publish); otherwise raises :class:`ConflictError` unless ``overwrite`` or
+    ``merge`` says what to do (see ``KnowledgeBase.save``)."""
+    _check_save_options(partition_rows, overwrite, merge, keep)
     root = Path(path)
     _check_target(root)
     (root / "generations").mkdir(parents=True, exist_ok=True)
-    state: KBState = kb.state
+    inside(root, root / "generations", "the generations folder")
     with Lease(root / "lease") as lease:
-        existing = _generations(root)
-        number = int(_GEN.match(existing[-1]).group(1)) + 1 if existing else 1
+        current = read_base(root)
+        state: KBState = kb.state
+        if current is not None and current != kb.base and not overwrite:
+            if not merge or kb.base is None:
+                raise conflict(root, current, kb.base)
+            from .merge import merge_onto
+
+            state = merge_onto(root, kb, current, read=lambda g: _read_generation(root, g, verify=True)[1])
+        existing = kept(root)
+        number = int(GEN.match(existing[-1]).group(1)) + 1 if existing else 1
         generation = f"g{number:06d}"
+        keep = keep or _kept_setting(root)
         _remove_partials(root)
         tmp = root / "generations" / f".tmp-{generation}-{uuid.uuid4().hex[:8]}"
         tmp.mkdir()
@@ -139,13 +173,45 @@ def save(kb: Any, path: str | os.PathLike, *, partition_rows: int = PARTITION_RO
         manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": generation,
                     "kb": {"id": kb.id, "namespace": kb.namespace, "chunk_size": kb.chunk_size},
                     "tables": tables}
+        if kb.communities_config is not None:
+            manifest["communities"] = communities_record(kb.communities_config)
+        elif getattr(kb, "saved_communities", None):  # opened without its model: keep what was saved
+            manifest["communities"] = kb.saved_communities
         _write_json(tmp / "manifest.json", manifest)
         final = root / "generations" / generation
         os.rename(tmp, final)
         _fsync_dir(final.parent)
-        _write_json(root / "CURRENT", {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": generation})
-        _cleanup(root, keep=generation)
+        _write_json(root / "CURRENT", {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": generation,
+                                       "keep": keep})
+        _cleanup(root, keep_current=generation, count=keep)
+        kb.published(state, Base(generation, manifest_digest(final)))
     return generation
+
+
+def communities_record(config: Any) -> dict:
+    """What ``open()`` needs to restore a communities configuration (never a model's credentials)."""
+    return {"id": config.id, "resolution": config.resolution, "seed": config.seed,
+            "max_children": config.max_children, "strategy_fingerprint": config.strategy_fingerprint,
+            "model": {"name": config.model.name, "fingerprint": config.model.fingerprint,
+                      "class": type(config.model).__name__, "options": _options(config.model)}}
+
+
+def _options(model: Any) -> dict | None:
+    """A model's output-relevant options when it states them as plain JSON (the offline model does)."""
+    options = getattr(model, "options", None)
+    try:
+        value = options() if callable(options) else None
+        return value if isinstance(value, dict) and json.loads(json.dumps(value)) == value else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _kept_setting(root: Path) -> int:
+    """The folder's retention setting (``kb.save(path, keep=N)`` records it in ``CURRENT``)."""
+    if not (root / "CURRENT").exists():
+        return KEEP_GENERATIONS
+    value = current_pointer(root).get("keep")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else KEEP_GENERATIONS
 
 
 def _write_table(folder: Path, frame: pd.DataFrame, partition_rows: int) -> dict:
@@ -173,75 +239,87 @@ def _remove_partials(root: Path) -> None:
         p.unlink(missing_ok=True)
 
 
-def _cleanup(root: Path, *, keep: str) -> None:
-    gens = _generations(root)
-    for name in gens[:-KEEP_GENERATIONS]:
-        if name != keep:
+def _cleanup(root: Path, *, keep_current: str, count: int) -> None:
+    for name in kept(root)[:-count]:
+        if name != keep_current:
             shutil.rmtree(root / "generations" / name, ignore_errors=True)
 
 
 def current_generation(path: str | os.PathLike) -> str:
     """The id of the current generation of a saved knowledge base."""
-    root = Path(path)
-    if not root.exists():
-        raise NotFoundError(f"no saved knowledge base at {str(root)!r}.", hint="save one with kb.save(path).")
-    pointer = root / "CURRENT"
-    if not pointer.exists():
-        raise StorageError(f"{str(root)!r} has no CURRENT pointer; it is not a saved crux_nb knowledge base.",
-                           hint="open the folder that kb.save() wrote.")
-    try:
-        info = json.loads(pointer.read_text(encoding="utf-8"))
-        generation = info["generation"]
-    except (ValueError, KeyError, TypeError):
-        raise StorageError(f"the CURRENT pointer of {str(root)!r} is corrupted.", hint=_RESTORE) from None
-    if info.get("format") != FORMAT or not isinstance(generation, str) or not _GEN.match(generation):
-        raise StorageError(f"the CURRENT pointer of {str(root)!r} is not a crux_nb pointer.", hint=_RESTORE)
-    return generation
+    return current_pointer(Path(path))["generation"]
 
 
-def read_current(path: str | os.PathLike, *, verify: bool = True) -> tuple[Path, dict, KBState]:
-    """The current generation saved at ``path``: ``(root, manifest meta, state)``.
+@dataclass(frozen=True)
+class Saved:
+    """One generation read back: the folder, its manifest, the state and the :class:`Base` it is."""
 
-    ``verify`` checks every table's SHA-256 against the manifest first. ``crux_nb.open()`` wraps the
-    state in a :class:`~crux_nb.KnowledgeBase`.
+    root: Path
+    manifest: dict
+    state: KBState
+    base: Base
+
+
+def read_saved(path: str | os.PathLike, *, verify: bool = True, generation: str | None = None) -> Saved:
+    """The current generation saved at ``path``, or an earlier ``generation`` still kept
+    (``crux_nb.history(path)`` lists them). ``verify`` checks every table's SHA-256 against the manifest first.
     """
     check_path("crux_nb.open()", path)
     root = Path(path)
+    if generation is not None:
+        if not isinstance(generation, str) or not GEN.match(generation):
+            raise ParameterError("crux_nb.open()", "generation", "a generation id such as 'g000002'", generation)
+        current_pointer(root)
+        if generation not in kept(root):
+            raise NotFoundError(f"generation {generation} of {str(root)!r} is not kept (kept: {', '.join(kept(root))}).",
+                                hint="crux_nb.history(path) lists the generations kept; kb.save(path, keep=N) "
+                                     "keeps more.")
+        manifest, state, digest = _read_generation(root, generation, verify=verify)
+    else:
+        generation, (manifest, state, digest) = _read_current(root, verify=verify)
+    return Saved(root, manifest, state, Base(generation, digest))
+
+
+def read_current(path: str | os.PathLike, *, verify: bool = True) -> tuple[Path, dict, KBState]:
+    """The current generation saved at ``path``: ``(root, manifest meta, state)``."""
+    saved = read_saved(path, verify=verify)
+    return saved.root, saved.manifest["kb"], saved.state
+
+
+def _read_current(root: Path, *, verify: bool) -> tuple[str, tuple[dict, KBState, str]]:
     generation = current_generation(root)
     for _ in range(_OPEN_ATTEMPTS):
         try:
-            meta, state = _read_generation(root, generation, verify=verify)
-            break
-        except StorageError:
-            # Saves delete generations older than the last two: one a slow reader was still reading
+            return generation, _read_generation(root, generation, verify=verify)
+        except StorageError as exc:
+            # Saves delete generations older than the kept ones: one a slow reader was still reading
             # may vanish under it. Then CURRENT has moved on; read the new one instead.
             newer = current_generation(root)
-            if newer == generation:
+            if newer == generation or exc.code in ("link_outside", "unsupported_format"):
                 raise
             generation = newer
-    else:
-        raise StorageError(f"{str(root)!r} changed {_OPEN_ATTEMPTS} times while it was being opened.",
-                           code="storage_busy", hint="other processes are saving continuously; open it again later.")
-    return root, meta, state
+    raise StorageError(f"{str(root)!r} changed {_OPEN_ATTEMPTS} times while it was being opened.",
+                       code="storage_busy", hint="other processes are saving continuously; open it again later.")
 
 
-def _read_generation(root: Path, generation: str, *, verify: bool) -> tuple[dict, KBState]:
-    folder = root / "generations" / generation
+def _read_generation(root: Path, generation: str, *, verify: bool) -> tuple[dict, KBState, str]:
+    """The manifest, the state and the manifest's SHA-256 (the bytes parsed: see ``generations.Base``)."""
+    folder = generation_folder(root, generation)
     try:
-        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        raw = inside(root, folder / "manifest.json", f"the manifest of generation {generation}").read_bytes()
+        manifest = json.loads(raw.decode("utf-8"))
         tables = manifest["tables"]
-        meta = manifest["kb"]
+        manifest["kb"]["id"]
     except FileNotFoundError:
-        raise StorageError(f"generation {generation} of {str(root)!r} has no manifest.", hint=_RESTORE) from None
+        raise StorageError(f"generation {generation} of {str(root)!r} has no manifest.", hint=RESTORE) from None
     except (ValueError, KeyError, TypeError):
-        raise StorageError(f"the manifest of generation {generation} of {str(root)!r} is corrupted.", hint=_RESTORE) from None
-    if manifest.get("format_version", 0) > FORMAT_VERSION:
-        raise StorageError(f"{str(root)!r} was written by a newer crux_nb (format {manifest.get('format_version')}).",
-                           hint="upgrade crux_nb to open it.")
+        raise StorageError(f"the manifest of generation {generation} of {str(root)!r} is corrupted.",
+                           hint=RESTORE) from None
+    check_version(root, manifest.get("format_version"), f"the manifest of generation {generation}")
     frames = {table: empty_frame(table) if table in LATER_TABLES and table not in tables
               else _read_table(root, folder, generation, table, tables.get(table), verify=verify)
               for table in SCHEMAS}
-    return meta, KBState(**frames)
+    return manifest, KBState(**frames), hashlib.sha256(raw).hexdigest()
 
 
 def table_paths(path: str | os.PathLike) -> dict[str, Path]:
@@ -255,7 +333,7 @@ def table_paths(path: str | os.PathLike) -> dict[str, Path]:
     JSON-valued columns (``metadata``, ``aliases``…) hold JSON text in the files.
     """
     root = Path(path)
-    folder = root / "generations" / current_generation(root)
+    folder = generation_folder(root, current_generation(root))
     return {table: folder / table for table in SCHEMAS}
 
 
@@ -264,6 +342,7 @@ def _read_table(root: Path, folder: Path, generation: str, table: str, entry: An
     files = _listed_files(folder, table, entry, where)
     pieces = []
     for file, part in files:
+        inside(root, file, where)
         if not file.exists():
             raise StorageError(f"{where} is missing ({file.relative_to(folder)}).",
                                hint="the folder was changed by hand; restore it from a backup.")
@@ -273,17 +352,17 @@ def _read_table(root: Path, folder: Path, generation: str, table: str, entry: An
             piece = pq.read_table(file).to_pandas()
         except (pa.ArrowException, OSError) as exc:
             raise StorageError(f"{where} cannot be read as Parquet: {type(exc).__name__}.",
-                               hint=_RESTORE) from None
+                               hint=RESTORE) from None
         if len(piece) != part.get("rows"):
             raise StorageError(f"{where} has {len(piece)} rows in {file.name}; the manifest says {part.get('rows')}.",
-                               hint=_RESTORE)
+                               hint=RESTORE)
         pieces.append(piece)
     frame = pieces[0] if len(pieces) == 1 else pd.concat(pieces, ignore_index=True)
     try:
         return _from_storable(frame, table)
     except (ValueError, TypeError) as exc:
         raise StorageError(f"{where} does not match its schema: {exc}.",
-                           hint=_RESTORE) from None
+                           hint=RESTORE) from None
 
 
 def _listed_files(folder: Path, table: str, entry: Any, where: str) -> list[tuple[Path, dict]]:
@@ -294,5 +373,5 @@ def _listed_files(folder: Path, table: str, entry: Any, where: str) -> list[tupl
     if not isinstance(parts, list) or not parts or not all(
             isinstance(p, dict) and isinstance(p.get("file"), str) and _PART.match(p["file"]) for p in parts):
         raise StorageError(f"{where} is not listed in the manifest.",
-                           hint=_RESTORE)
+                           hint=RESTORE)
     return [(folder / table / p["file"], p) for p in parts]

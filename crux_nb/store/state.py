@@ -43,6 +43,9 @@ class KBState:
     report_findings: pd.DataFrame = field(default_factory=lambda: empty_frame("report_findings"))
     embeddings: pd.DataFrame = field(default_factory=lambda: empty_frame("embeddings"))
     version: int = 0
+    #: Shared by every state derived from this one (``replace`` copies the reference): caches that stay valid
+    #: per source across changes, such as the lexical index's token arrays.
+    shared: dict = field(default_factory=dict, compare=False, repr=False)
 
     @cached_property
     def cache(self) -> dict:

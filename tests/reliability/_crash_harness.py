@@ -320,13 +320,16 @@ def run_job(job: dict) -> dict:
         _wait_for(job["go"])
         result["generations"] = []
         for i in range(job["saves"]):
-            result["generations"].append(versions[(i + 1) % len(versions)].save(path))  # the folder holds #0
+            # the folder holds #0; each version replaces whatever is saved (these handles never opened it)
+            result["generations"].append(versions[(i + 1) % len(versions)].save(path, overwrite=True))
             if job.get("reads"):  # a whole read must begin and end after this save before the next one starts:
                 reads = _count(job["reads"])  # the read running now ends (+1), the next one began after us (+2)
                 deadline = time.monotonic() + 60
                 while _count(job["reads"]) < reads + 2 and time.monotonic() < deadline:
                     time.sleep(0.002)
         _mark(job.get("done"))
+    elif op == "add_loop":
+        add_loop(job, result)
     elif op == "paused_read":
         paused_read(job, result)
     elif op == "read_loop":
@@ -334,6 +337,31 @@ def run_job(job: dict) -> dict:
     else:
         raise ValueError(f"unknown op {op!r}")
     return result
+
+
+def add_loop(job: dict, result: dict) -> None:
+    """Open, add one document, save; on a conflict, reopen and apply the change again (or merge)."""
+    from crux_nb.errors import ConflictError
+
+    _mark(job.get("ready"))
+    _wait_for(job["go"])
+    result.update(acknowledged=[], conflicts=0)
+    for i in range(job["count"]):
+        source = f"{job['name']}-{i:02d}.md"
+        kb = open_kb(job["path"], verify=False)
+        kb.add_text(source, f"# {source}\n\nWritten by worker {job['name']}, save {i}.")
+        while True:
+            try:
+                base = int(kb.base_generation[1:])
+                if int(kb.save(job["path"], merge=job.get("merge", False))[1:]) > base + 1:
+                    result["merged"] = result.get("merged", 0) + 1  # published onto a newer generation
+                break
+            except ConflictError as exc:  # with merge=True only when the base is no longer kept
+                result["conflicts"] += 1
+                result.setdefault("codes", []).append(exc.code)
+                kb = open_kb(job["path"], verify=False)
+                kb.add_text(source, f"# {source}\n\nWritten by worker {job['name']}, save {i}.")
+        result["acknowledged"].append(source)
 
 
 def check(job: dict, result: dict) -> None:

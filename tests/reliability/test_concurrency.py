@@ -154,7 +154,7 @@ def test_a_reader_paused_mid_open_while_two_saves_land_still_opens_a_complete_ge
         future = pool.submit(server.group, [job])
         wait_files([paused], future, "the pause")
         for extra in (1, 2):
-            H.base_kb(extra=extra).save(path)
+            H.base_kb(extra=extra).save(path, overwrite=True)  # fresh handles replacing what is saved
         resume.write_text("resume")
         (reply,) = future.result(timeout=TIMEOUT)
     assert reply["returncode"] == 0, reply
@@ -162,3 +162,29 @@ def test_a_reader_paused_mid_open_while_two_saves_land_still_opens_a_complete_ge
     assert read["paused"] and not read.get("resume_timed_out")
     assert read["error_on_open"] is None, read["error_on_open"]
     assert len(read["matches"]) == 1, read  # one complete saved version, whichever the open settled on
+
+
+@pytest.mark.parametrize("workers,merge", [(2, False), (4, False), (4, True)],
+                         ids=["two-reapply", "four-reapply", "four-merge"])
+def test_processes_adding_documents_in_a_loop_lose_no_acknowledged_save(server, tmp_path, workers, merge):
+    """Each worker opens, adds one document and saves, 6 times; on a conflict it reopens and reapplies (or, with
+    merge=True, lets the save merge its change onto the newer generation). Every save a worker saw succeed is in
+    the folder at the end, and the generations advanced once per acknowledged save."""
+    path = tmp_path / "kb"
+    H.base_kb().save(path)
+    start = int(current_generation(path)[1:])
+    count = 6
+    jobs = [{"op": "add_loop", "path": str(path), "name": f"w{n}", "count": count, "merge": merge,
+             "ready": str(tmp_path / f"w{n}.ready"), "go": str(tmp_path / "go"), "timeout": TIMEOUT}
+            for n in range(workers)]
+    results = run_together(server, jobs, [("ready", "go")])
+
+    acknowledged = sorted(s for r in results for s in r["acknowledged"])
+    assert len(acknowledged) == workers * count
+    saved = set(open_knowledge_base(path, verify=True).documents["source_id"])
+    assert set(acknowledged) <= saved, sorted(set(acknowledged) - saved)
+    assert int(current_generation(path)[1:]) == start + workers * count  # no save was lost or doubled
+    assert sum(r["conflicts"] + r.get("merged", 0) for r in results) > 0  # the workers did race
+    if not merge:
+        assert not any(r.get("merged") for r in results)  # without merge=True, only onto the generation read
+    assert not (path / "lease").exists()

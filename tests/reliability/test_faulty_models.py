@@ -201,6 +201,7 @@ class Harness:
         saved = self.saved
         self.kb = KnowledgeBase(id=saved.id, namespace=saved.namespace, chunk_size=saved.chunk_size, state=saved.state)
         self.kb.path = self.path
+        self.kb.published(saved.state, saved.base)  # a byte copy: the same generation the template was read from
         self.kb.configure_communities(crux_nb.communities(model=model))
         self.generation = current_generation(self.path)
 

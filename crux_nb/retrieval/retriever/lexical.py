@@ -25,7 +25,8 @@ class Leg(Protocol):
 
 @dataclass(frozen=True)
 class BM25Leg:
-    """Okapi BM25 over chunk content with English stop words (bm25s)."""
+    """Okapi BM25 over chunk content with English stop words (bm25s' tokenizer and scores; the index is
+    incremental per source, see :mod:`.lexical_index`)."""
 
     id: str = "bm25"
     k1: float = 1.5
@@ -35,14 +36,9 @@ class BM25Leg:
         key = ("bm25", self.k1, self.b)
         index = state.cache.get(key)
         if index is None:
-            import bm25s
+            from .lexical_index import build_index
 
-            corpus = state.lookup.columns["content"]
-            tokens = bm25s.tokenize(corpus, stopwords="en", show_progress=False) if corpus else None
-            index = bm25s.BM25(k1=self.k1, b=self.b)
-            if corpus:
-                index.index(tokens, show_progress=False)
-            state.cache[key] = index
+            index = state.cache[key] = build_index(state, k1=self.k1, b=self.b)
         return index
 
     def scores(self, state: Any, query: str) -> np.ndarray:
@@ -53,10 +49,10 @@ class BM25Leg:
             return np.zeros(0)
         index = self._index(state)
         terms = bm25s.tokenize([query], stopwords="en", return_ids=False, show_progress=False)[0]
-        terms = [t for t in terms if t in index.vocab_dict]
-        if not terms:
+        ids = index.term_ids(terms)
+        if not ids:
             return np.zeros(n)
-        return np.asarray(index.get_scores(terms), dtype=float)
+        return np.asarray(index.scores(ids), dtype=float)
 
 
 def top_order(values: np.ndarray, rows: np.ndarray, top: int | None) -> np.ndarray:

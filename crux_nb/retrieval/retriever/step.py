@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings as _warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,7 +13,7 @@ from ...graph.hydrate import chunk_hit
 from ...hits import Provenance, SourceScore
 from ...validation import check_int, check_name
 from ..base import Step, changed
-from ..filters import filter_mask
+from ..filters import filter_mask, unknown_field_warnings
 from ..types import StepContext, StepInput, StepOutput
 from .lexical import RRF_K, BM25Leg, Leg, fusion_depth, ranked, ranks_of, top_order
 
@@ -48,9 +49,10 @@ class RetrieveStep(Step):
 
     def run(self, input: StepInput, context: StepContext) -> StepOutput:
         state = context.state
-        groups = []
+        groups, warnings = [], []
         for planned in input.queries:
             merged = {**(context.request.filter or {}), **(planned.filter or {})}
+            warnings += unknown_field_warnings(state, merged)
             mask = filter_mask(state, context.namespace, merged)
             if context.members is not None:
                 mask &= state.chunks["source_id"].isin(context.members).to_numpy()
@@ -59,9 +61,12 @@ class RetrieveStep(Step):
                 groups.append((planned, leg, scores, mask))
         if len(groups) == 1:  # one ranking: only its head is needed
             planned, leg, scores, mask = groups[0]
-            return StepOutput(hits=tuple(self._single((planned, leg, ranked(scores, mask, top=self.limit), scores),
-                                                      context)))
-        return StepOutput(hits=tuple(self._fused(groups, context)))
+            hits = self._single((planned, leg, ranked(scores, mask, top=self.limit), scores), context)
+        else:
+            hits = self._fused(groups, context)
+        for message in dict.fromkeys(warnings):  # kb.recipe().retrieve() returns hits only: say it out loud too
+            _warnings.warn(message, UserWarning, stacklevel=2)
+        return StepOutput(hits=tuple(hits), warnings=tuple(warnings))
 
     def _single(self, group, context: StepContext):
         planned, leg, rows, scores = group

@@ -1,0 +1,123 @@
+"""An incremental BM25 index: chunks are tokenized once per source, so one small change costs time in
+proportion to it.
+
+Scores equal ``bm25s``' (its tokenizer, its Lucene BM25 variant, float32 like it), but the expensive part,
+tokenizing every chunk, is cached per source in a dict that every state derived from one knowledge base
+shares (``KBState.shared``). A new state reuses the token arrays of every source it has in common with earlier
+states (same id, content hash and chunk lengths) and tokenizes only the new or changed ones; the corpus-wide
+statistics (document frequencies, average length) are then summed with NumPy, and a query term's postings are
+gathered on first use.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+_SPLIT = re.compile(r"(?u)\b\w\w+\b").findall  # bm25s.tokenize's default token pattern
+_EMPTY = (np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.float32))
+# what bm25s gets for float32 term frequencies plus a float64 scalar on this NumPy
+_TFC_DTYPE = (np.zeros(1, np.float32) + np.float64(1.0)).dtype
+
+
+def _stopwords() -> frozenset[str]:
+    from bm25s.stopwords import STOPWORDS_EN
+
+    return frozenset(STOPWORDS_EN)
+
+
+class SharedTokens:
+    """Per-source token arrays and one vocabulary, shared by the states of one knowledge base."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.vocab: dict[str, int] = {}
+        self.sources: dict[tuple, tuple[np.ndarray, ...]] = {}
+        self.stopwords = _stopwords()
+
+    def tokenize(self, texts: list[str]) -> tuple[np.ndarray, ...]:
+        """(term ids, local chunk rows, term frequencies, chunk lengths) of one source's chunks."""
+        vocab, stop, ids, lengths = self.vocab, self.stopwords, [], []
+        for text in texts:
+            tokens = [vocab.setdefault(t, len(vocab)) for t in _SPLIT(text.lower()) if t not in stop]
+            lengths.append(len(tokens))
+            ids += tokens
+        lengths = np.asarray(lengths, np.int64)
+        if not ids:
+            return (*_EMPTY, lengths)
+        rows = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+        # one (row, term) pair per posting, with its count: NumPy instead of a Counter per chunk
+        pairs, counts = np.unique(rows * (len(vocab) + 1) + np.asarray(ids, np.int64), return_counts=True)
+        return ((pairs % (len(vocab) + 1)).astype(np.int32), (pairs // (len(vocab) + 1)).astype(np.int32),
+                counts.astype(np.float32), lengths)
+
+
+class LexicalIndex:
+    """BM25 statistics and postings of one state (built by :func:`build_index`)."""
+
+    def __init__(self, shared: SharedTokens, terms: np.ndarray, rows: np.ndarray, tfs: np.ndarray,
+                 lengths: np.ndarray, *, k1: float, b: float):
+        self.shared, self.terms, self.rows, self.tfs, self.lengths = shared, terms, rows, tfs, lengths
+        self.k1, self.b = k1, b
+        self.n_docs = len(lengths)
+        self.avg_len = lengths.mean() if len(lengths) else np.float64(0)
+        self.df = np.bincount(terms, minlength=len(shared.vocab)) if len(terms) else np.zeros(0, np.int64)
+        self._postings: dict[int, np.ndarray] = {}
+
+    def term_ids(self, tokens: list[str]) -> list[int]:
+        """Ids of the query tokens the corpus has (repeats kept: bm25s counts a repeated term twice)."""
+        vocab = self.shared.vocab
+        return [vocab[t] for t in tokens if t in vocab and vocab[t] < len(self.df) and self.df[vocab[t]] > 0]
+
+    def _posting(self, term: int) -> np.ndarray:
+        found = self._postings.get(term)
+        if found is None:  # one vectorised pass per query term, cached: no corpus-wide sort per state
+            found = self._postings[term] = np.flatnonzero(self.terms == term)
+        return found
+
+    def scores(self, terms: list[int]) -> np.ndarray:
+        """bm25s' Lucene BM25, float32: idf = ln(1 + (N - df + .5)/(df + .5)); tfc = tf/(k1(1 - b + b·dl/avgdl) + tf)."""
+        out = np.zeros(self.n_docs, dtype=np.float32)
+        for term in terms:
+            sel = self._posting(term)
+            rows, tf = self.rows[sel], self.tfs[sel]
+            df = int(self.df[term])
+            idf = np.float32(math.log(1 + (self.n_docs - df + 0.5) / (df + 0.5)))
+            norm = self.k1 * ((1 - self.b) + self.b * self.lengths[rows] / self.avg_len)
+            tfc = tf / (norm + tf).astype(_TFC_DTYPE, copy=False)
+            np.add.at(out, rows, (idf * tfc).astype(np.float32))
+        return out
+
+
+def build_index(state: Any, *, k1: float, b: float) -> LexicalIndex:
+    """The index of ``state``, tokenizing only the sources no earlier state of its knowledge base had."""
+    shared = state.shared.setdefault("bm25-tokens", SharedTokens())
+    chunks = state.chunks
+    sources = chunks["source_id"].to_numpy()
+    n_chars = chunks["n_chars"].to_numpy()
+    contents = state.lookup.columns["content"]
+    hashes = dict(zip(state.documents["source_id"], state.documents["content_hash"]))
+    starts = np.flatnonzero(np.r_[True, sources[1:] != sources[:-1]]) if len(sources) else np.zeros(0, int)
+    ends = np.r_[starts[1:], len(sources)].astype(int)
+    pieces, kept = [], {}
+    with shared.lock:
+        for start, end in zip(starts.tolist(), ends.tolist()):
+            key = (sources[start], hashes.get(sources[start]), tuple(n_chars[start:end].tolist()))
+            arrays = shared.sources.get(key)
+            if arrays is None:
+                arrays = shared.tokenize(contents[start:end])
+            kept[key] = arrays
+            pieces.append((start, arrays))
+        shared.sources = kept  # forget sources this state no longer has (an older state re-tokenizes them)
+    if not pieces:
+        return LexicalIndex(shared, *_EMPTY, np.zeros(0, np.int64), k1=k1, b=b)
+    terms = np.concatenate([a[0] for _, a in pieces])
+    rows = np.concatenate([a[1] + start for start, a in pieces])
+    tfs = np.concatenate([a[2] for _, a in pieces])
+    lengths = np.concatenate([a[3] for _, a in pieces])
+    return LexicalIndex(shared, terms, rows, tfs, lengths, k1=k1, b=b)

@@ -1,0 +1,66 @@
+"""The incremental BM25 index scores exactly like bm25s, and a change re-tokenizes only what changed
+(issue 15)."""
+
+import numpy as np
+import pytest
+
+import crux_nb
+from crux_nb.retrieval.retriever import lexical_index
+from crux_nb.retrieval.retriever.lexical import BM25Leg
+
+from test_communities import TEXTS
+
+QUERIES = ["Priya Raman plan", "the ingest gateway", "Query Engine day 2 review review", "nothing matches zzz",
+           "", "the of and", "Contoso Fabrikam Northwind"]
+
+
+def bm25s_scores(state, query):
+    import bm25s
+
+    corpus = state.lookup.columns["content"]
+    index = bm25s.BM25()
+    index.index(bm25s.tokenize(corpus, stopwords="en", show_progress=False), show_progress=False)
+    terms = [t for t in bm25s.tokenize([query], stopwords="en", return_ids=False, show_progress=False)[0]
+             if t in index.vocab_dict]
+    return np.asarray(index.get_scores(terms), dtype=float) if terms else np.zeros(len(corpus))
+
+
+def _kb():
+    kb = crux_nb.knowledge_base(id="lx", chunk_size=120)
+    for source, text in TEXTS.items():
+        kb.add_text(source, text)
+    kb.add_text("empty-ish.md", "# The\n\nthe of and a.")  # a chunk with no token but stop words
+    return kb
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_scores_equal_bm25s_exactly(query):
+    kb = _kb()
+    state = kb.state
+    assert np.array_equal(BM25Leg().scores(state, query), bm25s_scores(state, query))
+    kb.add_text("new.md", "# New\n\nPriya Raman joins the Query Engine team.")
+    kb.remove("team-0-1.md")
+    assert np.array_equal(BM25Leg().scores(kb.state, query), bm25s_scores(kb.state, query))
+
+
+def test_a_change_tokenizes_only_the_changed_source(monkeypatch):
+    kb = _kb()
+    BM25Leg().scores(kb.state, "plan")
+    seen = []
+    tokenize = lexical_index.SharedTokens.tokenize
+    monkeypatch.setattr(lexical_index.SharedTokens, "tokenize",
+                        lambda self, texts: seen.append(list(texts)) or tokenize(self, texts))
+    kb.add_text("tiny.md", "# Tiny\n\nA tiny note.")
+    kb.add_text("team-0-0.md", "# Changed\n\nPriya Raman changed this.")
+    kb.remove("team-1-1.md")
+    scores = BM25Leg().scores(kb.state, "Priya Raman")
+    assert sorted(seen) == [["# Changed\n\nPriya Raman changed this."], ["# Tiny\n\nA tiny note."]]
+    assert np.array_equal(scores, bm25s_scores(kb.state, "Priya Raman"))
+
+
+def test_a_reopened_knowledge_base_builds_its_own_index(tmp_path):
+    kb = _kb()
+    kb.save(tmp_path / "kb")
+    back = crux_nb.open(tmp_path / "kb")
+    assert back.state.shared is not kb.state.shared
+    assert np.array_equal(BM25Leg().scores(back.state, "gateway plan"), bm25s_scores(back.state, "gateway plan"))
