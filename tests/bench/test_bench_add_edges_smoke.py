@@ -34,4 +34,4 @@ def test_add_edges_small(tmp_path):
     assert summary_problems(rows, "add_edges") == []
     assert _timing_problems(rows) == []
     broken = [dict(rows[0], baseline=None)] + rows[1:]
-    assert _timing_problems(broken) and _timing_problems(rows[1:])  # the checker can fail
+    assert _timing_problems(broken) and _timing_problems([r for r in rows if "add_edges" not in r["measure"]])
