@@ -47,7 +47,7 @@ from .validation import REPORT_LIMITS
 
 __all__ = ["OfflineModel", "OFFLINE_MODEL_VERSION"]
 
-OFFLINE_MODEL_VERSION = "1"
+OFFLINE_MODEL_VERSION = "2"  # 2: cleaner entity graph (offline_names)
 _CLAUSE_END = re.compile(r"[;:,—]\s|--")
 
 
