@@ -34,6 +34,7 @@ import numpy as np
 from .._hashing import stable_hash
 from ..errors import ParameterError
 from .offline_extract import extract_entities
+from .offline_spacy import spacy_extract, spacy_version
 from .text import (
     BM25,
     Span,
@@ -48,6 +49,7 @@ from .validation import REPORT_LIMITS
 __all__ = ["OfflineModel", "OFFLINE_MODEL_VERSION"]
 
 OFFLINE_MODEL_VERSION = "2"  # 2: cleaner entity graph (offline_names)
+EXTRACTORS = ("rules", "spacy")
 _CLAUSE_END = re.compile(r"[;:,—]\s|--")
 
 
@@ -76,8 +78,20 @@ class OfflineModel:
         concepts: also extract recurring lowercase noun phrases (default True).
         concept_min_chunks: chunks a phrase must recur in to count (default 3).
         min_terms: content words a sentence needs to be preferred as a finding (default 6).
+        extractor: ``"rules"`` (default: capitalisation rules, no dependencies) or ``"spacy"``
+            (spaCy's small English NER, the optional ``nlp`` extra; see
+            :mod:`crux_nb.models.offline_spacy`). Both clean and fold names the same way.
 
-    ``fingerprint`` is a stable hash of the name, the version and these options.
+    ``fingerprint`` is a stable hash of the name, the version and these options (with the
+    spaCy and model versions for ``extractor="spacy"``).
+
+    Examples
+    --------
+    >>> from crux_nb.models import OfflineModel
+    >>> text = "AND THEN there was Ebenezer Scrooge. How odd, said old Mr. Scrooge to Bob Cratchit; Bob smiled."
+    >>> out = OfflineModel().extract([{"id": "c1", "text": text}])
+    >>> [(e["name"], e["aliases"]) for e in out["entities"]]
+    [('Bob Cratchit', ['Bob']), ('Ebenezer Scrooge', ['Mr. Scrooge'])]
     """
 
     name: str = "offline"
@@ -88,6 +102,7 @@ class OfflineModel:
     concepts: bool = True
     concept_min_chunks: int = 3
     min_terms: int = 6
+    extractor: str = "rules"
     fingerprint: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -103,7 +118,12 @@ class OfflineModel:
             raise ParameterError(owner, "redundancy", "a number in (0, 1]", self.redundancy)
         if not isinstance(self.concepts, bool):
             raise ParameterError(owner, "concepts", "a bool", self.concepts)
-        object.__setattr__(self, "fingerprint", stable_hash({"name": self.name, "version": OFFLINE_MODEL_VERSION, "options": self.options()}))
+        if self.extractor not in EXTRACTORS:
+            raise ParameterError(owner, "extractor", "one of 'rules', 'spacy'", self.extractor)
+        identity = {"name": self.name, "version": OFFLINE_MODEL_VERSION, "options": self.options()}
+        if self.extractor == "spacy":
+            identity["spacy"] = spacy_version()
+        object.__setattr__(self, "fingerprint", stable_hash(identity))
 
     def options(self) -> dict[str, Any]:
         """The output-relevant options (part of the fingerprint)."""
@@ -115,14 +135,18 @@ class OfflineModel:
             "concepts": self.concepts,
             "concept_min_chunks": self.concept_min_chunks,
             "min_terms": self.min_terms,
+            **({"extractor": self.extractor} if self.extractor != "rules" else {}),  # rules: fingerprints as before
         }
 
     def __repr__(self) -> str:
-        return f"OfflineModel(name={self.name!r}, fingerprint={self.fingerprint!r})"
+        extractor = "" if self.extractor == "rules" else f", extractor={self.extractor!r}"
+        return f"OfflineModel(name={self.name!r}{extractor}, fingerprint={self.fingerprint!r})"
 
     # ------------------------------------------------------------------ extract
     def extract(self, chunks: list[dict[str, Any]], *, repair: list[dict[str, str]] | None = None) -> dict[str, Any]:
         """Entities, mentions and co-occurrence relations (see module docs)."""
+        if self.extractor == "spacy":
+            return spacy_extract(chunks)
         return extract_entities(chunks, concepts=self.concepts, concept_min_chunks=self.concept_min_chunks)
 
     # ------------------------------------------------------------------ reports

@@ -27,15 +27,10 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 
-from .text import CONNECTORS, SENTENCE_STARTERS, STOP_WORDS, TITLES
+from .text import CONNECTORS, INTERJECTIONS, SENTENCE_STARTERS, STOP_WORDS, TITLES
 
 __all__ = ["FUNCTION_WORDS", "clean_occurrences", "fold_names", "is_acronym"]
 
-#: Interjections and exclamations: never a name on their own (lowercase).
-INTERJECTIONS = frozenset(
-    "o oh ah aha eh ha hah haha alas bah hey ho hum hem hurrah hurray huzzah lo pooh pshaw tut ugh um uh whoa "
-    "wow yay yo hallo halloa hello hullo hi ahem amen bravo heigh hark humbug".split()
-)
 #: Words that are never a one-word name (lowercase).
 FUNCTION_WORDS = STOP_WORDS | SENTENCE_STARTERS | INTERJECTIONS | frozenset(
     "never ever always none nor neither whatever whoever whichever wherever however whereat whereupon "
