@@ -75,6 +75,9 @@ def clean_occurrences(occurrences: list[tuple[int, str, int]], *, raw: dict[tupl
     kept = []
     for ci, name, pos in occurrences:
         words = name.split(" ")
+        while len(words) > 1 and words[0].lower() in FUNCTION_WORDS:  # "THEN Ebenezer Scrooge"
+            words = words[1:]
+        name = " ".join(words)
         if len(words) > 1 and len(set(words)) == 1:
             name, words = words[0], words[:1]  # "Scrooge Scrooge"
         if _STUTTER.search(raw.get((ci, pos), "")):
