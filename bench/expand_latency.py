@@ -27,7 +27,7 @@ from _common import (OUT_DIR, load_average, machine_info, markdown_table, percen
 
 import crux_nb  # noqa: E402
 from crux_nb.retrieval import custom_step, expand_relations  # noqa: E402
-from crux_nb.store import KnowledgeBase  # noqa: E402
+from crux_nb import KnowledgeBase  # noqa: E402
 
 TYPES = ("mentions", "related", "references")
 FAN_OUT, MAX_CANDIDATES, K = 64, 512, 60

@@ -10,9 +10,9 @@ from crux_nb.datasets import sample_later_path, sample_path
 from crux_nb.errors import ParameterError, RetrievalConfigError, RetrievalRunError, ValidationExhaustedError
 from crux_nb.models import OfflineModel
 from crux_nb.retrieval import FindingHit, global_search, retrieve
-from crux_nb.retrieval.gs_map import candidates, reduce
-from crux_nb.retrieval.gs_units import Unit, UnitFinding, auto_detail, select_detail
-from crux_nb.retrieval.hits import Lineage
+from crux_nb.retrieval.globalsearch.mapreduce import candidates, reduce
+from crux_nb.retrieval.globalsearch.units import Unit, UnitFinding, auto_detail, select_detail
+from crux_nb.hits import Lineage
 from crux_nb.refs import ChunkRef
 
 Q = "What changed in the launch plan?"
@@ -151,7 +151,7 @@ def inject(kb, n_leaves, statement_chars=500, summary_chars=2000):
     frames = generation_frames("corpus", "g-injected", comms, reports, input_fp=input_fingerprint(state, None),
                                strategy_fp=kb.communities.config.strategy_fingerprint, view=(None, None), sequence=1,
                                source_hashes=dict(zip(state.documents["source_id"], state.documents["content_hash"])))
-    kb._commit(lambda s: with_generation(s, "corpus", frames))
+    kb.commit(lambda s: with_generation(s, "corpus", frames))
     assert kb.communities.status() == "ready"
 
 
@@ -250,10 +250,7 @@ def test_adaptive_descent_rates_children_and_records_every_decision(built):
 
 
 def test_adaptive_truncation_is_recorded(built, monkeypatch):
-    import crux_nb.retrieval.gs_step as gs
-
-    monkeypatch.setattr(gs, "MAX_CALLS", 0)
-    hits, trace = built.recipe(steps=[global_search(model=OfflineModel(), scan="adaptive", detail="overview")]
+    hits, trace = built.recipe(steps=[global_search(model=OfflineModel(), scan="adaptive", detail="overview", max_calls=0)]
                                ).retrieve_with_trace(Q, admit=lambda e: True)
     k = trace.steps[0].knowledge
     assert k.truncations and k.truncations[0]["kind"] == "adaptive-descent"
@@ -261,7 +258,7 @@ def test_adaptive_truncation_is_recorded(built, monkeypatch):
 
 
 def test_results_do_not_depend_on_concurrency(built, monkeypatch):
-    monkeypatch.setattr("crux_nb.retrieval.gs_map.BATCH_BUDGET", 2500)
+    monkeypatch.setattr("crux_nb.retrieval.globalsearch.descent.BATCH_BUDGET", 2500)
     runs = []
     for concurrency in (1, 4):
         spy = Spy()

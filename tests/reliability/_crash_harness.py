@@ -192,7 +192,7 @@ PRELOADED: dict = {}  # name -> KnowledgeBase opened by the fork server before f
 
 
 def open_kb(path, **kwargs):
-    from crux_nb.store.persist import open_knowledge_base
+    from crux_nb import open as open_knowledge_base
 
     return open_knowledge_base(path, **kwargs)
 
@@ -377,7 +377,7 @@ def check(job: dict, result: dict) -> None:
 def _stale(path: str) -> bool:
     from crux_nb.store.lease import Lease
 
-    return Lease(path)._stale()
+    return Lease(path).is_stale()
 
 
 def _count(path: str | None) -> int:

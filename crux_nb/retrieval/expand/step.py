@@ -16,19 +16,20 @@ from collections import deque
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from ..errors import ParameterError, RetrievalRunError
-from ..refs import ChunkRef, KnowledgeRef, encode_ref
+from ...errors import ParameterError, RetrievalRunError
+from ...refs import ChunkRef, KnowledgeRef, encode_ref
 from .entity_match import match_entities
-from .hits import EvidenceHit, FindingHit, GraphProvenance, Provenance, hit_key
-from .knowledge import KnowledgeTrace
-from .steps import Step, check_int
-from .types import StepContext, StepInput, StepOutput
+from ...hits import EvidenceHit, FindingHit, GraphProvenance, Provenance, hit_key
+from ..trace import KnowledgeTrace
+from ...validation import check_int, check_name
+from ..base import Step, changed
+from ..retriever.lexical import RRF_K
+from ..types import StepContext, StepInput, StepOutput
 
 __all__ = ["ExpandRelationsStep", "expand_relations", "FAN_OUT", "MAX_CANDIDATES", "RRF_K"]
 
 FAN_OUT = 64
 MAX_CANDIDATES = 512
-RRF_K = 60
 SEED_KINDS = ("hits", "query")
 COVERAGE_BASIS = "visible graph neighbors from the bound knowledge reader"
 
@@ -66,10 +67,14 @@ class ExpandRelationsStep(Step):
     limit: int = 20
     seeds: tuple[str, ...] = SEED_KINDS
     entity_hops: Literal["free", "counted"] = "free"
+    fan_out: int = FAN_OUT
+    max_candidates: int = MAX_CANDIDATES
     id: str = "expand-relations"
     kind: str = "custom"
     phase: tuple[str, str] = ("hits", "hits")
     factory = "expand_relations"
+    #: parameters shown by repr and to_dict() only when changed (upstream's values)
+    DEFAULTS = {"entity_hops": "free", "fan_out": FAN_OUT, "max_candidates": MAX_CANDIDATES, "id": "expand-relations"}
 
     def __post_init__(self) -> None:
         owner = "expand_relations()"
@@ -92,15 +97,16 @@ class ExpandRelationsStep(Step):
         object.__setattr__(self, "seeds", tuple(dict.fromkeys(seeds)))
         if not isinstance(self.entity_hops, str) or self.entity_hops not in ("free", "counted"):
             raise ParameterError(owner, "entity_hops", "'free' (upstream) or 'counted'", self.entity_hops)
+        object.__setattr__(self, "fan_out", check_int(owner, "fan_out", self.fan_out, minimum=1))
+        object.__setattr__(self, "max_candidates", check_int(owner, "max_candidates", self.max_candidates, minimum=1))
+        check_name(owner, "id", self.id)
 
     def config(self) -> dict[str, Any]:
         config: dict[str, Any] = {"direction": self.direction, "depth": self.depth, "limit": self.limit,
                                   "seeds": list(self.seeds)}
         if self.types is not None:
             config["types"] = list(self.types)
-        if self.entity_hops != "free":
-            config["entity_hops"] = self.entity_hops
-        return config
+        return {**config, **changed(self, self.DEFAULTS)}
 
     def __repr__(self) -> str:
         config = self.config()
@@ -150,9 +156,9 @@ class ExpandRelationsStep(Step):
                 ref, encoded, distance, path, edges = queue.popleft()
                 if distance >= self.depth:
                     continue
-                neighbors = reader.neighbors(ref, types=types, direction=direction, limit=FAN_OUT)
-                if len(neighbors) >= FAN_OUT:
-                    warnings.append(f"expand_relations truncated neighbors for {encoded} at {FAN_OUT}.")
+                neighbors = reader.neighbors(ref, types=types, direction=direction, limit=self.fan_out)
+                if len(neighbors) >= self.fan_out:
+                    warnings.append(f"expand_relations truncated neighbors for {encoded} at {self.fan_out}.")
                 for n in neighbors:
                     peer = encode_ref(n.ref)
                     cost = self._cost(ref.kind, n.ref.kind)
@@ -167,12 +173,12 @@ class ExpandRelationsStep(Step):
                             if (nxt, rank) < (current.distance, current.seed_rank):
                                 current.distance, current.seed_rank = nxt, rank
                                 current.path, current.edges = route
-                        elif len(candidates) < MAX_CANDIDATES:
+                        elif len(candidates) < self.max_candidates:
                             discovery += 1
                             candidates[peer] = _Candidate(nxt, rank, {seed_ref}, route[0], route[1], discovery)
                         elif not capped:
                             capped = True
-                            warnings.append(f"expand_relations truncated graph candidates at {MAX_CANDIDATES}.")
+                            warnings.append(f"expand_relations truncated graph candidates at {self.max_candidates}.")
                     if peer not in seen:
                         seen.add(peer)
                         queue.append((n.ref, peer, nxt, *route))
@@ -209,7 +215,8 @@ class ExpandRelationsStep(Step):
 
 def expand_relations(*, types: list[str] | None = None, direction: Literal["out", "in", "both"] = "both",
                      depth: int = 1, limit: int = 20, seeds: tuple[str, ...] = SEED_KINDS,
-                     entity_hops: Literal["free", "counted"] = "free") -> ExpandRelationsStep:
+                     entity_hops: Literal["free", "counted"] = "free", fan_out: int = FAN_OUT,
+                     max_candidates: int = MAX_CANDIDATES, id: str = "expand-relations") -> ExpandRelationsStep:
     """Expand evidence hits through the graph (additive: incoming hits are kept in order, unchanged).
 
     ``entity_hops="free"`` is upstream's rule: a hop to or from an entity costs nothing, so
@@ -218,8 +225,16 @@ def expand_relations(*, types: list[str] | None = None, direction: Literal["out"
     makes an entity a free waypoint only when entered from a chunk: chunk → entity → chunk is
     one hop, entity → entity is one hop.
 
+    ``fan_out`` caps the neighbours read per node (upstream: 64) and ``max_candidates`` the
+    candidates collected per run (512); each cut is a warning in the trace. ``id`` names the step
+    in traces (default ``"expand-relations"``; two expansions in one recipe need distinct ids).
+
+    Examples
+    --------
     >>> expand_relations(types=["mentions", "related"], limit=8)
     expand_relations(types=['mentions', 'related'], direction='both', depth=1, limit=8, seeds=['hits', 'query'])
+    >>> expand_relations(fan_out=16, id="wide")
+    expand_relations(direction='both', depth=1, limit=20, seeds=['hits', 'query'], fan_out=16, id='wide')
     """
     return ExpandRelationsStep(types=types, direction=direction, depth=depth, limit=limit, seeds=seeds,
-                               entity_hops=entity_hops)
+                               entity_hops=entity_hops, fan_out=fan_out, max_candidates=max_candidates, id=id)

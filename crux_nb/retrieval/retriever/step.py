@@ -1,0 +1,121 @@
+"""The ``retrieve`` producer step: BM25 (and any other legs) over chunks, fused by reciprocal rank."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ...errors import ParameterError
+from ...graph.hydrate import chunk_hit
+from ...hits import Provenance, SourceScore
+from ...validation import check_int, check_name
+from ..base import Step, changed
+from ..filters import filter_mask
+from ..types import StepContext, StepInput, StepOutput
+from .lexical import BM25Leg, Leg, ranked, rrf
+
+__all__ = ["RetrieveStep", "retrieve"]
+
+
+@dataclass(frozen=True, repr=False)
+class RetrieveStep(Step):
+    """The ``retrieve`` producer: lexical (BM25) retrieval over chunks, fused with extra legs by RRF."""
+
+    limit: int = 10
+    legs: tuple[Leg, ...] = field(default_factory=lambda: (BM25Leg(),))
+    id: str = "retrieve"
+    kind: str = "retrieve"
+    phase: tuple[str, str] = ("queries", "hits")
+    factory = "retrieve"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "limit", check_int("retrieve()", "limit", self.limit, minimum=1))
+        check_name("retrieve()", "id", self.id)
+        legs = tuple(self.legs) if hasattr(self.legs, "__iter__") and not isinstance(self.legs, (str, bytes)) else ()
+        if not legs or not all(isinstance(leg, Leg) for leg in legs):
+            raise ParameterError("retrieve()", "legs", "a non-empty sequence of retrieval legs (id + scores())", self.legs)
+        if len({leg.id for leg in legs}) != len(legs):
+            raise ParameterError("retrieve()", "legs", "legs with distinct ids", [leg.id for leg in legs])
+        object.__setattr__(self, "legs", legs)
+
+    def config(self) -> dict[str, Any]:
+        config: dict[str, Any] = {"limit": self.limit}
+        if [leg.id for leg in self.legs] != ["bm25"]:
+            config["legs"] = [leg.id for leg in self.legs]
+        return {**config, **changed(self, {"id": "retrieve"})}
+
+    def run(self, input: StepInput, context: StepContext) -> StepOutput:
+        state = context.state
+        groups = []
+        for planned in input.queries:
+            merged = {**(context.request.filter or {}), **(planned.filter or {})}
+            mask = filter_mask(state, context.namespace, merged)
+            if context.members is not None:
+                mask &= state.chunks["source_id"].isin(context.members).to_numpy()
+            for leg in self.legs:
+                scores = leg.scores(state, planned.query)
+                groups.append((planned, leg, ranked(scores, mask), scores))
+        hits = self._single(groups[0], context) if len(groups) == 1 else self._fused(groups, context)
+        return StepOutput(hits=tuple(hits))
+
+    def _single(self, group, context: StepContext):
+        planned, leg, rows, scores = group
+        out = []
+        for rank, row in enumerate(rows[: self.limit].tolist(), start=1):
+            score = float(scores[row])
+            hit = chunk_hit(context.state, row, namespace=context.namespace, score=score)
+            prov = Provenance(raw_score=score, per_source=(SourceScore(leg.id, score, rank),),
+                              matched_queries=(planned.query,), ranks={leg.id: rank})
+            out.append(_with_provenance(hit, prov))
+        return out
+
+    def _fused(self, groups, context: StepContext):
+        rankings = [(rows, planned.weight or 1.0) for planned, _, rows, _ in groups]
+        rows, fused = rrf(rankings)
+        out = []
+        for row, score in zip(rows[: self.limit].tolist(), fused[: self.limit].tolist()):
+            per_source, ranks, matched = [], {}, []
+            for planned, leg, leg_rows, _ in groups:
+                hit_rank = np.flatnonzero(leg_rows == row)
+                if len(hit_rank):
+                    rank = int(hit_rank[0]) + 1
+                    per_source.append(SourceScore(leg.id, 1.0 / rank, rank, planned.weight))
+                    ranks[leg.id] = rank
+                    if planned.query not in matched:
+                        matched.append(planned.query)
+            hit = chunk_hit(context.state, row, namespace=context.namespace, score=score)
+            out.append(_with_provenance(hit, Provenance(per_source=tuple(per_source), matched_queries=tuple(matched),
+                                                        ranks=ranks, fused_score=score)))
+        return out
+
+
+def _with_provenance(hit, provenance):
+    from dataclasses import replace
+
+    return replace(hit, provenance=provenance)
+
+
+def retrieve(*, limit: int = 10, legs: tuple[Leg, ...] | None = None, id: str = "retrieve") -> RetrieveStep:
+    """The ``retrieve`` producer step: the top ``limit`` chunks for the query by BM25 (and any other legs).
+
+    Parameters
+    ----------
+    limit : int
+        Hits returned (at least 1).
+    legs : sequence of Leg, optional
+        Retrieval legs fused by reciprocal rank (default: one BM25 leg).
+    id : str
+        The step id in traces (default ``"retrieve"``).
+
+    Examples
+    --------
+    >>> retrieve(limit=5)
+    retrieve(limit=5)
+    >>> retrieve(id="lexical").to_dict()["id"]
+    'lexical'
+    """
+    if legs is None:
+        return RetrieveStep(limit=limit, id=id)
+    return RetrieveStep(limit=limit, legs=legs, id=id)
