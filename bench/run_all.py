@@ -37,6 +37,8 @@ BENCHMARKS = [
     ("global search: scan all vs adaptive (Christmas Carol)", "global_search.py", "global_search"),
     ("GraphRAG import and global-search cost", "graphrag_import.py", "graphrag_import"),
     ("scale: 20,000-chunk pipeline and 1M-edge memory", "scale.py", "scale"),
+    ("kb.add_edges / add_entities: column-wise vs row-by-row validation", "add_edges.py", "add_edges"),
+    ("entity extraction quality: rules vs spaCy (Carol, Python docs, sample)", "entity_quality.py", "entity_quality"),
 ]
 PLOTS_DIR = BENCH_DIR / "plots"
 VERSIONS = ["pandas", "numpy", "pyarrow", "igraph", "leidenalg", "networkx", "graspologic-native", "bm25s",
