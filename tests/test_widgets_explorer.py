@@ -58,7 +58,7 @@ def publish(kb, tree=TREE):
     frames = generation_frames("corpus", "g-test", comms, reports, input_fp=input_fingerprint(state, None),
                                strategy_fp=kb.communities.config.strategy_fingerprint, view=(None, None), sequence=1,
                                source_hashes=dict(zip(state.documents["source_id"], state.documents["content_hash"])))
-    kb._commit(lambda s: with_generation(s, "corpus", frames))
+    kb.commit(lambda s: with_generation(s, "corpus", frames))
 
 
 def make(built=True):
