@@ -38,6 +38,8 @@ BENCHMARKS = [
     ("GraphRAG import and global-search cost", "graphrag_import.py", "graphrag_import"),
     ("scale: 20,000-chunk pipeline and 1M-edge memory", "scale.py", "scale"),
     ("dense and hybrid retrieval: latency, memory, Recall@5 on multi-hop samples", "dense.py", "dense"),
+    ("kb.add_edges / add_entities: column-wise vs row-by-row validation", "add_edges.py", "add_edges"),
+    ("entity extraction quality: rules vs spaCy (Carol, Python docs, sample)", "entity_quality.py", "entity_quality"),
 ]
 PLOTS_DIR = BENCH_DIR / "plots"
 VERSIONS = ["pandas", "numpy", "pyarrow", "igraph", "leidenalg", "networkx", "graspologic-native", "bm25s",

@@ -16,6 +16,7 @@ import pandas as pd
 
 from .._hashing import stable_hash, stable_id
 from ..refs import EntityRef, encode_ref
+from ..models.offline_names import fold_names
 from ..schema import coerce, empty_frame
 
 STAGE = "entities"
@@ -42,15 +43,64 @@ class _Entity:
         self.descriptions: list[str] = []
 
 
+def _group_ids(outputs: list[tuple[str, dict[str, Any]]]) -> dict[str, str]:
+    """Casefolded label -> entity id, with entities that share a name or alias merged across batches and sources.
+
+    A long source is extracted in several calls, and each call names a person by its own most
+    frequent form ("Marley" in one, "Jacob Marley" with alias "Marley" in another): any shared
+    label makes them one entity, named by its most frequent display name (as ``_entity_frame``).
+    """
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        while parent.setdefault(x, x) != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    names: dict[str, Counter] = defaultdict(Counter)
+    for _source, output in outputs:
+        for ent in output.get("entities", []):
+            labels = [ent["name"].casefold(), *(a.casefold() for a in ent.get("aliases", []) if a)]
+            names[labels[0]][ent["name"]] += 1
+            find(labels[0])
+            for label in labels[1:]:
+                a, b = find(labels[0]), find(label)
+                if a != b:
+                    parent[max(a, b)] = min(a, b)  # deterministic: the smaller label is the root
+    # the same folding the offline model applies inside one call, now across calls: "Mr. Topper" in one,
+    # "Topper" in another; "Martha" in one, "Martha Cratchit" in another
+    display = {label: next(iter(names[label]), label) for label in parent}
+    for label in list(display):
+        display.setdefault(label, label)
+    target, _aliases = fold_names({k: display[k] for k in parent}, {k: sum(names[k].values()) for k in parent},
+                                  set(), Counter(), str.casefold)
+    for label, dest in target.items():
+        a, b = find(label), find(dest)
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+    groups: dict[str, Counter] = defaultdict(Counter)
+    for label in list(parent):
+        groups[find(label)].update(names.get(label, Counter()))
+    ids = {}
+    for label in parent:
+        counts = groups[find(label)]
+        if counts:
+            canonical = sorted(counts.items(), key=lambda kv: (-kv[1], -len(kv[0]), kv[0]))[0][0]
+            ids[label] = entity_id_for(canonical)
+    return ids
+
+
 def build_entity_frames(outputs: list[tuple[str, dict[str, Any]]], chunk_sources: dict[str, str]):
     """(entities, edges, evidence) frames for the ``entities`` stage from ``(source_id, output)`` pairs."""
     entities: dict[str, _Entity] = defaultdict(_Entity)
     mentions: set[tuple[str, str]] = set()
     related: dict[tuple[str, str], dict[str, Any]] = {}
+    group_ids = _group_ids(outputs)
     for _source, output in outputs:
         lookup = {}
         for ent in output.get("entities", []):
-            eid = entity_id_for(ent["name"])
+            eid = group_ids.get(ent["name"].casefold()) or entity_id_for(ent["name"])
             record = entities[eid]
             record.names[ent["name"]] += 1
             record.aliases.update(a for a in ent.get("aliases", []) if a)

@@ -37,6 +37,7 @@ import numpy as np
 from .._hashing import stable_hash
 from ..errors import ParameterError
 from .offline_extract import extract_entities
+from .offline_spacy import spacy_extract, spacy_version
 from .text import (
     BM25,
     Span,
@@ -51,7 +52,8 @@ from .validation import REPORT_LIMITS
 
 __all__ = ["OfflineModel", "OFFLINE_MODEL_VERSION"]
 
-OFFLINE_MODEL_VERSION = "1"
+OFFLINE_MODEL_VERSION = "2"  # 2: cleaner entity graph (offline_names)
+EXTRACTORS = ("rules", "spacy")
 _CLAUSE_END = re.compile(r"[;:,—]\s|--")
 
 
@@ -82,12 +84,21 @@ class OfflineModel:
         min_terms: content words a sentence needs to be preferred as a finding (default 6).
         rating: how ``rate`` scores reports: ``"calibrated"`` (default, see
             :mod:`crux_nb.models.rating`) or ``"bm25"`` (BM25 scaled like the map).
+        extractor: ``"rules"`` (default: capitalisation rules, no dependencies) or ``"spacy"``
+            (spaCy's small English NER, the optional ``nlp`` extra; see
+            :mod:`crux_nb.models.offline_spacy`). Both clean and fold names the same way.
 
     ``fingerprint`` is a stable hash of the name, the version and these options (``rating`` only when
-    it is not the default, so reports written before it existed keep their fingerprint).
+    it is not the default, so reports written before it existed keep their fingerprint; the spaCy and
+    model versions for ``extractor="spacy"``).
 
     Examples
     --------
+    >>> from crux_nb.models import OfflineModel
+    >>> text = "AND THEN there was Ebenezer Scrooge. How odd, said old Mr. Scrooge to Bob Cratchit; Bob smiled."
+    >>> out = OfflineModel().extract([{"id": "c1", "text": text}])
+    >>> [(e["name"], e["aliases"]) for e in out["entities"]]
+    [('Bob Cratchit', ['Bob']), ('Ebenezer Scrooge', ['Mr. Scrooge'])]
     >>> OfflineModel(rating="bm25").rate("Who is Marley?", [{"community_id": "c1", "title": "Marley",
     ...                                                      "summary": "Marley was dead."}])["ratings"]
     [{'community_id': 'c1', 'rating': 100.0}]
@@ -102,6 +113,7 @@ class OfflineModel:
     concept_min_chunks: int = 3
     min_terms: int = 6
     rating: str = "calibrated"
+    extractor: str = "rules"
     fingerprint: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -119,7 +131,12 @@ class OfflineModel:
             raise ParameterError(owner, "concepts", "a bool", self.concepts)
         if self.rating not in ("calibrated", "bm25"):
             raise ParameterError(owner, "rating", "'calibrated' or 'bm25'", self.rating)
-        object.__setattr__(self, "fingerprint", stable_hash({"name": self.name, "version": OFFLINE_MODEL_VERSION, "options": self.options()}))
+        if self.extractor not in EXTRACTORS:
+            raise ParameterError(owner, "extractor", "one of 'rules', 'spacy'", self.extractor)
+        identity = {"name": self.name, "version": OFFLINE_MODEL_VERSION, "options": self.options()}
+        if self.extractor == "spacy":
+            identity["spacy"] = spacy_version()
+        object.__setattr__(self, "fingerprint", stable_hash(identity))
 
     def options(self) -> dict[str, Any]:
         """The output-relevant options (part of the fingerprint)."""
@@ -131,15 +148,19 @@ class OfflineModel:
             "concepts": self.concepts,
             "concept_min_chunks": self.concept_min_chunks,
             "min_terms": self.min_terms,
+            **({"extractor": self.extractor} if self.extractor != "rules" else {}),  # rules: fingerprints as before
         }
         return options if self.rating == "calibrated" else {**options, "rating": self.rating}
 
     def __repr__(self) -> str:
-        return f"OfflineModel(name={self.name!r}, fingerprint={self.fingerprint!r})"
+        extractor = "" if self.extractor == "rules" else f", extractor={self.extractor!r}"
+        return f"OfflineModel(name={self.name!r}{extractor}, fingerprint={self.fingerprint!r})"
 
     # ------------------------------------------------------------------ extract
     def extract(self, chunks: list[dict[str, Any]], *, repair: list[dict[str, str]] | None = None) -> dict[str, Any]:
         """Entities, mentions and co-occurrence relations (see module docs)."""
+        if self.extractor == "spacy":
+            return spacy_extract(chunks)
         return extract_entities(chunks, concepts=self.concepts, concept_min_chunks=self.concept_min_chunks)
 
     # ------------------------------------------------------------------ reports

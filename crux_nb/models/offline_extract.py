@@ -38,6 +38,7 @@ from .text import (
 from .text import (
     CONNECTORS as _CONNECTORS,
 )
+from .offline_names import FUNCTION_WORDS, clean_occurrences, fold_names
 from .text import (
     ENTITY_STOP,
     STOP_WORDS,
@@ -66,6 +67,7 @@ _QUOTE_GAP = re.compile(r"[\"“”«»:—(\[]|--|\*\*|__|(?:^|\s)['‘]")
 _LOWER_WORD = re.compile(r"\b[a-z][a-z’'-]*\b")
 _CONCEPT_WORD = re.compile(r"^[a-z][a-z-]{2,}$")
 _CODE = re.compile(r"^[A-Z]{2,}-?\d+[A-Za-z0-9-]*$")  # ticket-like ids: INC-2041, DEC-017
+_APPOSITIVE = re.compile(r",\s+(?:a|an|the)\s+[a-z]")  # "Belle, a comely matron": a definition
 _ACRONYM = re.compile(r"^(?:[A-Z]{2,}\d*|[A-Z][a-z]+[A-Z][A-Za-z]*)$")  # API, SLA2, PostgreSQL
 
 
@@ -201,9 +203,12 @@ def extract_entities(chunks: Sequence[dict[str, Any]], *, concepts: bool = True,
                      max_concepts: int = 10) -> dict[str, Any]:
     """The ``extract`` task output for ``chunks`` (``[{"id", "text"}]``)."""
     texts = [(str(ch["id"]), str(ch.get("text") or "")) for ch in chunks]
-    lower_words = set()
+    lower_counts: Counter = Counter()
     for _cid, text in texts:
-        lower_words.update(_LOWER_WORD.findall(text))
+        lower_counts.update(_LOWER_WORD.findall(text))
+    lower_words = set(lower_counts)
+    raw: dict[tuple[int, int], str] = {}  # (chunk, position) -> the source text of a candidate
+    defined: set[str] = set()  # keys of names introduced by a definition ("Belle, a comely matron")
     sure: list[tuple[int, str, int]] = []  # (chunk index, name, position)
     unsure: list[tuple[int, str, int, bool]] = []  # (..., heading-like)
     starts: list[tuple[int, str, str, bool, int]] = []  # sentence-initial multi-word: (ci, name, rest, common, pos)
@@ -221,7 +226,11 @@ def extract_entities(chunks: Sequence[dict[str, Any]], *, concepts: bool = True,
                     first = _POSSESSIVE.sub("", ptoks[0].text).lower()
                     starter = first in _SENTENCE_STARTERS
                     common = starter or first in lower_words
-                    if len(ptoks) == 1 and (_CODE.match(name) or (amb and not headingish and _ACRONYM.match(name))):
+                    raw[(ci, ptoks[0].start)] = text[ptoks[0].start:ptoks[-1].end]
+                    if amb and not common and _APPOSITIVE.match(text, ptoks[-1].end):
+                        defined.add(_key(name))
+                        sure.append((ci, name, ptoks[0].start))
+                    elif len(ptoks) == 1 and (_CODE.match(name) or (amb and not headingish and _ACRONYM.match(name))):
                         sure.append((ci, name, ptoks[0].start))
                     elif amb and not headingish and len(ptoks) > 1 and first.rstrip(".") not in _TITLES:
                         rest = ptoks[1:]
@@ -265,6 +274,9 @@ def extract_entities(chunks: Sequence[dict[str, Any]], *, concepts: bool = True,
             occurrences.append((ci, name, pos))
         elif headingish:
             occurrences.extend((ci, sub, pos) for sub in _known_parts_of(name, known))
+    mid_counts = Counter(n for _c, n, _p in sure)
+    occurrences = clean_occurrences(occurrences, raw=raw, lower_counts=lower_counts, mid_counts=mid_counts,
+                                    defined=defined, key=_key, n_chars=sum(len(t) for _c, t in texts))
     # group case variants; canonical = not all-caps, then most frequent, then smallest
     variants: dict[str, Counter] = defaultdict(Counter)
     for _ci, name, _pos in occurrences:
@@ -278,33 +290,13 @@ def extract_entities(chunks: Sequence[dict[str, Any]], *, concepts: bool = True,
         key: min(counts, key=lambda n: (n.isupper() and len(counts) > 1, -counts[n], n))
         for key, counts in variants.items()
     }
-    # fold a lone first name / surname into the only full name that starts or ends with it
-    target: dict[str, str] = {k: k for k in canon}
+    target, aliases = fold_names(canon, {k: sum(c.values()) for k, c in variants.items()}, concept_keys,
+                                 lower_counts, _key)
     for key, name in canon.items():
-        if key in concept_keys or " " in name or _VERSION.search(name) or not name[:1].isalpha():
-            continue
-        matches = []
-        for other, other_name in canon.items():
-            if other == key or other in concept_keys or any(w in _CONNECTORS for w in other_name.split(" ")):
-                continue
-            core = [w.casefold() for w in _core(other_name)]
-            if any(_VERSION.match(w) for w in core) or len(core) < 2:
-                continue
-            if core and (core[0] == key or core[-1] == key):
-                matches.append(other)
-        if len(matches) == 1:
-            target[key] = matches[0]
-    aliases: dict[str, set[str]] = defaultdict(set)
-    for key, name in canon.items():
-        # "Master Peter Cratchit" is "Peter Cratchit": fold into it, or keep it as an alias
-        core = _core(name)
-        if key in concept_keys or len(core) < 2 or not _has_title(name) or target[key] != key:
-            continue
-        core_key = _key(" ".join(core))
-        if core_key in canon and target[core_key] == core_key:
-            target[key] = core_key
-        else:
-            aliases[key].add(" ".join(core))
+        core = _core(name)  # "Lord Mayor" is also found as "Mayor" when no other entity is
+        if target[key] == key and key not in concept_keys and len(core) >= 2 and _has_title(name):
+            if _key(" ".join(core)) not in canon:
+                aliases[key].add(" ".join(core))
     for key, counts in variants.items():
         dest = target[key]
         for name in counts:
@@ -336,7 +328,7 @@ def _concepts(texts, spans_by_chunk, min_chunks: int, limit: int, taken: set[str
             for size in (3, 2):
                 for i in range(len(words) - size + 1):
                     gram = words[i:i + size]
-                    if all(_CONCEPT_WORD.match(w) and w not in STOP_WORDS and w not in _SENTENCE_STARTERS
+                    if all(_CONCEPT_WORD.match(w) and w not in FUNCTION_WORDS
                            and w not in _CONCEPT_STOP and not w.endswith("ly") for w in gram):
                         seen[" ".join(gram)].add(ci)
     ranked = sorted(((len(c), p) for p, c in seen.items() if len(c) >= min_chunks),

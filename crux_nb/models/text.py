@@ -33,6 +33,7 @@ __all__ = [
     "normalize_ws",
     "STOP_WORDS",
     "ENTITY_STOP",
+    "INTERJECTIONS",
     "SENTENCE_STARTERS",
     "CALENDAR_WORDS",
     "CONNECTORS",
@@ -70,9 +71,14 @@ _STARTERS = (
     "it's i'm i'll i've don't can't won't isn't there's let's what's that's mind nothing something everything "
     "anything everyone someone nobody good great very such other another own same"
 )
+#: Interjections and exclamations (lowercase): never part of a name ("O Jacob Marley" is "Jacob Marley").
+INTERJECTIONS = frozenset(
+    "o oh ah aha eh ha hah haha alas bah hey ho hum hem hurrah hurray huzzah lo pooh pshaw tut ugh um uh whoa "
+    "wow yay yo hallo halloa hello hullo hi ahem amen bravo heigh hark humbug".split()
+)
 #: Words never part of an entity name (lowercased).
-ENTITY_STOP = frozenset(_PRONOUNS.split()) | frozenset(_CALENDAR.split()) | frozenset(
-    "the a an this that these those oh ah ha alas bah hello hi yes no amen ceo cto cfo coo cio ciso vp svp evp".split()
+ENTITY_STOP = frozenset(_PRONOUNS.split()) | frozenset(_CALENDAR.split()) | INTERJECTIONS | frozenset(
+    "the a an this that these those yes no ceo cto cfo coo cio ciso vp svp evp".split()
 )
 CALENDAR_WORDS = frozenset(_CALENDAR.split())
 SENTENCE_STARTERS = frozenset(_STARTERS.split()) | ENTITY_STOP

@@ -1,0 +1,194 @@
+"""Benchmark: quality and speed of the offline entity extractors (rules, spaCy) on three corpora.
+
+Runs ``kb.extract_entities`` through the public API with each extractor --
+``OfflineModel()`` (capitalisation rules) and ``OfflineModel(extractor="spacy")``
+(spaCy's small English NER, the ``nlp`` extra; skipped when not installed) -- on:
+
+* **the Carol** (``../shared/data/christmas-carol``, default chunking): entity count;
+  **character recall** against the hand list ``bench/carol_characters.csv`` (a character
+  is found when an entity's name or alias is one of its forms); **split characters**
+  (found as more than one entity); and the **junk / duplicate share** of a fixed sample of
+  up to 100 extracted entities (every k-th by entity id), labelled by hand in
+  ``bench/carol_entity_labels.csv`` (``ok`` / ``junk`` / ``duplicate``; sampled entities
+  without a label are counted and reported, so a changed extractor cannot pass unread).
+  Targets: recall >= 0.95, junk + duplicate share <= 10%.
+* **the Python docs** (``pydoc_data.topics``, one source per topic): entities, and the
+  share of chunks linked to the hub names ``None``, ``PEP``, ``Python``, ``AND``, ``AS``.
+* **the sample corpus** (``data/sample``): entities and mentions.
+
+``--crux-root PATH`` imports crux_nb from another checkout (to measure an older
+extractor with the same script); ``--small`` runs the Carol's first 40,000 characters only.
+
+Usage::
+
+    .venv/bin/python bench/entity_quality.py            # a few minutes with spaCy
+    .venv/bin/python bench/entity_quality.py --small
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+SHARED = ROOT.parent / "shared" / "data"
+CAROL = SHARED / "christmas-carol"
+HUBS = ("None", "PEP", "Python", "AND", "AS")
+SAMPLE = 100
+
+
+def _setup_path(crux_root: Path | None) -> None:
+    sys.path.insert(0, str(crux_root or ROOT))
+    sys.path.insert(1, str(BENCH))
+
+
+def load_characters(path: Path = BENCH / "carol_characters.csv") -> dict[str, set[str]]:
+    with path.open(encoding="utf-8") as fh:
+        return {row["character"]: {f.casefold() for f in row["forms"].split("|")} for row in csv.DictReader(fh)}
+
+
+def load_labels(path: Path = BENCH / "carol_entity_labels.csv") -> dict[tuple[str, str], str]:
+    if not path.exists():
+        return {}
+    with path.open(encoding="utf-8") as fh:
+        return {(row["extractor"], row["name"]): row["label"] for row in csv.DictReader(fh)}
+
+
+def sample(names: list[str], size: int = SAMPLE) -> list[str]:
+    """Every k-th of ``names`` in order (all of them when there are at most ``size``)."""
+    if len(names) <= size:
+        return list(names)
+    return [names[i * len(names) // size] for i in range(size)]
+
+
+def character_scores(entities, characters: dict[str, set[str]]) -> dict[str, object]:
+    forms = [{str(n).casefold() for n in (name, *aliases)}
+             for name, aliases in zip(entities["canonical_name"], entities["aliases"])]
+    found, split = [], []
+    for character, accepted in characters.items():
+        hits = [i for i, f in enumerate(forms) if f & accepted]
+        if hits:
+            found.append(character)
+        if len(hits) > 1:
+            split.append(character)
+    missing = sorted(set(characters) - set(found))
+    return {"recall": len(found) / len(characters), "missing": missing, "split": split}
+
+
+def junk_scores(extractor: str, names: list[str], labels: dict[tuple[str, str], str]) -> dict[str, object]:
+    picked = sample(sorted(names))
+    got = [labels.get((extractor, n)) for n in picked]
+    labelled = [g for g in got if g]
+    bad = sum(1 for g in labelled if g in ("junk", "duplicate"))
+    return {"sampled": picked, "unlabelled": [n for n, g in zip(picked, got) if not g],
+            "junk_share": bad / len(labelled) if labelled else float("nan"), "n_labelled": len(labelled)}
+
+
+def hub_shares(kb) -> dict[str, float]:
+    n_chunks = len(kb.chunks)
+    mentions = kb.edges[kb.edges["type"] == "mentions"]
+    by_ref = dict(zip(kb.entities["ref"], kb.entities["canonical_name"]))
+    chunks_of: dict[str, set[str]] = {}
+    for frm, to in zip(mentions["from_ref"], mentions["to_ref"]):
+        chunks_of.setdefault(by_ref.get(to, to), set()).add(frm)
+    shares = {hub: len(chunks_of.get(hub, ())) / n_chunks for hub in HUBS}
+    shares["max (any entity)"] = max((len(c) for c in chunks_of.values()), default=0) / n_chunks
+    return shares
+
+
+def build(corpus: str, small: bool):
+    import crux_nb
+
+    kb = crux_nb.knowledge_base(id=corpus)
+    if corpus == "carol":
+        if small:  # the first 40,000 characters: the character list and the first two staves
+            text = (CAROL / "a-christmas-carol.txt").read_text(encoding="utf-8")[:40_000]
+            kb.add_text("a-christmas-carol.txt", text)
+        else:
+            kb.add_path(CAROL)
+    elif corpus == "pydoc":
+        from pydoc_data.topics import topics
+
+        for name in sorted(topics):
+            kb.add_text(f"{name}.txt", topics[name], format="text")
+    else:
+        kb.add_path(ROOT / "data" / "sample")
+    return kb
+
+
+def models() -> list[tuple[str, object]]:
+    """``(label, model)``: the label names the extractor and the offline model version (``rules v2``)."""
+    from crux_nb.models import OfflineModel
+    from crux_nb.models.offline import OFFLINE_MODEL_VERSION as version
+
+    out = [(f"rules v{version}", OfflineModel())]
+    try:
+        out.append((f"spacy v{version}", OfflineModel(extractor="spacy")))
+    except (TypeError, Exception) as exc:  # an older checkout without the option, or no nlp extra
+        print(f"spaCy extractor skipped: {type(exc).__name__}: {exc}", file=sys.stderr)
+    return out
+
+
+def run(small: bool, label_names: bool = False) -> tuple[list[dict], str]:
+    characters, labels = load_characters(), load_labels()
+    rows, lines = [], []
+    corpora = ("carol",) if small else ("carol", "pydoc", "sample")
+    for extractor, model in models():
+        for corpus in corpora:
+            kb = build(corpus, small)
+            start = time.perf_counter()
+            kb.extract_entities(model, progress=False)
+            seconds = time.perf_counter() - start
+            n_ent, n_chars = len(kb.entities), int(kb.chunks["content"].str.len().sum())
+            rows.append({"measure": f"{corpus}: {extractor} extraction (s)", "ours": seconds})
+            rows.append({"measure": f"{corpus}: {extractor} entities", "ours": n_ent})
+            rows.append({"measure": f"{corpus}: {extractor} characters per second", "ours": n_chars / seconds})
+            lines.append(f"- {corpus} / {extractor}: {n_ent} entities, {len(kb.chunks)} chunks, {seconds:.1f} s")
+            if corpus == "carol":
+                cs = character_scores(kb.entities, characters)
+                js = junk_scores(extractor, kb.entities["canonical_name"].tolist(), labels)
+                rows.append({"measure": f"carol: {extractor} character recall", "ours": cs["recall"],
+                             "target": "ours >= 0.95", "verdict": "pass" if cs["recall"] >= 0.95 else "miss"})
+                rows.append({"measure": f"carol: {extractor} split characters", "ours": len(cs["split"])})
+                ok = js["junk_share"] <= 0.10 and not js["unlabelled"]
+                rows.append({"measure": f"carol: {extractor} junk or duplicate share (labelled sample)",
+                             "ours": js["junk_share"], "target": "ours <= 0.1", "verdict": "pass" if ok else "miss"})
+                lines.append(f"  - missing characters: {cs['missing'] or 'none'}; split: {cs['split'] or 'none'}; "
+                             f"sample {len(js['sampled'])}, labelled {js['n_labelled']}, "
+                             f"unlabelled {len(js['unlabelled'])}")
+                if label_names:
+                    print("\n".join(f"{extractor},{n}" for n in js["unlabelled"]))
+            if corpus == "pydoc":
+                for hub, share in hub_shares(kb).items():
+                    rows.append({"measure": f"pydoc: {extractor} share of chunks linked to {hub}", "ours": share})
+    return rows, "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--small", action="store_true", help="the Carol's first source chunks only")
+    parser.add_argument("--out", type=Path, default=None, help="Markdown report path")
+    parser.add_argument("--crux-root", type=Path, default=None, help="import crux_nb from this checkout")
+    parser.add_argument("--print-unlabelled", action="store_true", help="print sampled names without a label")
+    args = parser.parse_args(argv)
+    _setup_path(args.crux_root)
+    from _common import OUT_DIR, fmt_num, markdown_table, write_summary, write_text
+
+    rows, notes = run(args.small, args.print_unlabelled)
+    out = args.out or OUT_DIR / ("entity_quality_small.md" if args.small else "entity_quality.md")
+    table = markdown_table(["measure", "value", "target", "verdict"],
+                           [[r["measure"], fmt_num(float(r["ours"]), 3), r.get("target") or "", r.get("verdict", "info")]
+                            for r in rows])
+    report = f"# Entity extraction quality{' (small)' if args.small else ''}\n\n{table}\n\n{notes}\n"
+    print(report)
+    write_text(out, report)
+    write_summary(out, "entity_quality", rows)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

