@@ -514,9 +514,9 @@ def run(cfg: Config, *, out_path: Path, label: str) -> tuple[str, list[str]]:
         carol_text = ["Skipped: the Christmas Carol was not found under "
                       + " or ".join(f"`{b}`" for b in DATA_CANDIDATES) + "."]
     inc_rows = [r for s in results for r in s.incremental]
-    api_rows, api_problems = api_incremental(carol_path, log)
+    # a missed incremental target is a verdict to report, like the speed target, not a broken tree
+    api_rows, target_misses = api_incremental(carol_path, log)
     inc_rows += api_rows
-    problems += api_problems
     log("done")
 
     info = machine_info(["pandas", "numpy", "igraph", "graspologic-native"])
@@ -578,6 +578,10 @@ def run(cfg: Config, *, out_path: Path, label: str) -> tuple[str, list[str]]:
         markdown_table(INCREMENTAL_COLUMNS, inc_rows, align=["l", "l"] + ["r"] * 7 + ["l"]),
         "",
         incremental_note(),
+        "",
+        "Incremental targets (at most a quarter of the reports rewritten, modularity within 2% of a rebuild): "
+        + ("all met." if not target_misses else "; ".join(f"MISS: {m.removeprefix('incremental target missed: ')}"
+                                                         for m in target_misses)),
         "",
         "## Christmas Carol (offline model)",
         "",

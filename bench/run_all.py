@@ -40,6 +40,7 @@ BENCHMARKS = [
     ("dense and hybrid retrieval: latency, memory, Recall@5 on multi-hop samples", "dense.py", "dense"),
     ("kb.add_edges / add_entities: column-wise vs row-by-row validation", "add_edges.py", "add_edges"),
     ("entity extraction quality: rules vs spaCy (Carol, Python docs, sample)", "entity_quality.py", "entity_quality"),
+    ("BM25 index after a small change: incremental per source vs a full rebuild", "lexical_incremental.py", "lexical_incremental"),
 ]
 PLOTS_DIR = BENCH_DIR / "plots"
 VERSIONS = ["pandas", "numpy", "pyarrow", "igraph", "leidenalg", "networkx", "graspologic-native", "bm25s",

@@ -15,7 +15,7 @@ _REPO_DATA = Path(__file__).resolve().parents[2] / "data"
 
 def _data_root() -> Path:
     # an installed wheel carries data/ inside the package (copied at build time by setup.py)
-    packaged = resources.files(__name__) / "data"
+    packaged = resources.files(__package__) / "data"
     if isinstance(packaged, Path) and packaged.is_dir():
         return packaged
     if _REPO_DATA.is_dir():
