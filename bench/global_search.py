@@ -35,7 +35,7 @@ children rated >= 50, so its savings and its losses depend on the hierarchy's
 shape and on the offline model's ratings; the report describes both (levels,
 leaves, the root's children, the rating distribution, where scan all's top-10
 findings sit) and, in the full run, how the result moves with the rating
-threshold (informational: ``crux_nb.retrieval.gs_map.THRESHOLD`` is patched
+threshold (informational: ``crux_nb.retrieval.globalsearch.descent.THRESHOLD`` is patched
 in this process only and restored afterwards).
 
 Usage::
@@ -68,7 +68,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import crux_nb  # noqa: E402
 from crux_nb.models import OfflineModel  # noqa: E402
 from crux_nb.retrieval import global_search  # noqa: E402
-from crux_nb.retrieval import gs_map  # noqa: E402
+from crux_nb.retrieval.globalsearch import descent  # noqa: E402
 
 from _common import (OUT_DIR, Phases, load_average, machine_info, markdown_table,  # noqa: E402
                      peak_rss_mb, write_summary, write_text)
@@ -299,12 +299,12 @@ class Pair:
 @contextmanager
 def rating_threshold(value: int) -> Iterator[None]:
     """Patch the adaptive descent threshold in this process (informational sweep only)."""
-    saved = gs_map.THRESHOLD
-    gs_map.THRESHOLD = value
+    saved = descent.THRESHOLD
+    descent.THRESHOLD = value
     try:
         yield
     finally:
-        gs_map.THRESHOLD = saved
+        descent.THRESHOLD = saved
 
 
 # ------------------------------------------------------------------ summaries
@@ -416,7 +416,7 @@ def per_question_table(pairs: list[Pair], h: Hierarchy) -> str:
         a, b = p.all, p.adaptive
         kids = sorted(h.children.get(h.root, []), key=lambda c: -h.n_chunks[c])
         kid_ratings = " ".join(f"{b.ratings[c]:.0f}" if c in b.ratings else "-" for c in kids)
-        above = sum(r >= gs_map.THRESHOLD for r in b.ratings.values())
+        above = sum(r >= descent.THRESHOLD for r in b.ratings.values())
         rows.append([p.question.id, p.detail, a.total_calls, f"{a.chars:,}", b.rating_calls, b.map_calls,
                      f"{b.rate_chars:,}", f"{b.map_chars:,}", f"{b.chars:,}", f3(p.ratio),
                      f"{a.reports}/{b.reports}", f"{len(a.statements)}/{len(b.statements)}", f3(p.overlap),
@@ -461,7 +461,7 @@ def root_children_table(h: Hierarchy, pairs: list[Pair]) -> str:
         leaves = sum(1 for x in h.leaves if h.top(x) == c)
         rows.append([f"`{c}`", h.level[c], "parent" if h.children.get(c) else "leaf", h.n_chunks[c], leaves,
                      f"{h.report_chars[c]:,}", f1(mean(rs)), f1(min(rs) if rs else math.nan),
-                     f1(max(rs) if rs else math.nan), f"{sum(r >= gs_map.THRESHOLD for r in rs)}/{len(rs)}",
+                     f1(max(rs) if rs else math.nan), f"{sum(r >= descent.THRESHOLD for r in rs)}/{len(rs)}",
                      f"{top10[c]} ({top10[c] / n_top:.0%})" if n_top else "-"])
     return markdown_table(headers, rows)
 
@@ -542,7 +542,7 @@ def build_report(*, label: str, pairs: list[Pair], summaries: list[Summary], h: 
         *hierarchy_lines(h),
         "",
         "The root's children, their ratings over the questions (adaptive rates them in the first call; only those "
-        f"rated >= {gs_map.THRESHOLD} are descended into) and where scan all's detailed top-10 findings sit:",
+        f"rated >= {descent.THRESHOLD} are descended into) and where scan all's detailed top-10 findings sit:",
         "",
         root_children_table(h, pairs),
         "",
@@ -569,7 +569,7 @@ def build_report(*, label: str, pairs: list[Pair], summaries: list[Summary], h: 
         lines += [
             "## Threshold sensitivity (informational, not the target)",
             "",
-            "The same adaptive runs with `crux_nb.retrieval.gs_map.THRESHOLD` patched in this process (crux_nb uses "
+            "The same adaptive runs with `crux_nb.retrieval.globalsearch.descent.THRESHOLD` patched in this process (crux_nb uses "
             "50). Means over the questions; ratio and overlap against the scan all runs above.",
             "",
             sweep_table(sweep),

@@ -53,7 +53,7 @@ import networkx as nx  # noqa: E402
 import crux_nb  # noqa: E402
 from crux_nb.refs import decode_ref, encode_ref  # noqa: E402
 from crux_nb.schema import coerce  # noqa: E402
-from crux_nb.store.knowledge_base import KnowledgeBase  # noqa: E402
+from crux_nb import KnowledgeBase  # noqa: E402
 
 from _common import (OUT_DIR, Phases, current_rss_mb, fmt_num, machine_info, markdown_table,  # noqa: E402
                      load_average, peak_rss_mb, time_interleaved, time_once, write_summary, write_text)

@@ -173,7 +173,7 @@ def part_edges(scale: Scale) -> dict[str, Any]:
 
     import neighbors as nb
     import crux_nb
-    from crux_nb.store import KnowledgeBase
+    from crux_nb import KnowledgeBase
 
     out: dict[str, Any] = {"peak_reset": reset_peak()}
     import pandas  # noqa: F401  (import cost is not the knowledge base's)

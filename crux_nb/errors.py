@@ -60,7 +60,7 @@ class ParameterError(CruxError, ValueError):
     default_hint = "check the parameter against the function's docstring (help(...) lists accepted types and ranges)."
 
     def __init__(self, owner: str, name: str, expected: str, value: Any, *, hint: str | None = None):
-        shown = _short_repr(value)
+        shown = short_repr(value)
         super().__init__(
             f"{owner}: parameter '{name}' must be {expected}; got {shown}.",
             hint=hint or f"help() on {owner} describes what '{name}' accepts.",
@@ -153,6 +153,6 @@ class ValidationExhaustedError(ModelError):
         self.max_attempts = max_attempts
 
 
-def _short_repr(value: Any, limit: int = 80) -> str:
+def short_repr(value: Any, limit: int = 80) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."

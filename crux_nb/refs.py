@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal, Union
 
-from .errors import RefError, _short_repr
+from .errors import RefError, short_repr
 
 __all__ = [
     "DocumentRef",
@@ -169,7 +169,7 @@ def as_ref(value: object, *, kinds: tuple[str, ...] = REF_KINDS, what: str = "re
     ref = value if isinstance(value, _Ref) else decode_ref(value)
     if ref is None:
         raise RefError(
-            f"{what} {_short_repr(value)} is not a valid knowledge ref.",
+            f"{what} {short_repr(value)} is not a valid knowledge ref.",
             hint="use an encoded ref such as 'chunk:<source_id>:<chunk_id>' or a ref object from crux_nb.refs.",
         )
     if ref.kind not in kinds:

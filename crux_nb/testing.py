@@ -17,7 +17,7 @@ import pandas as pd
 
 from .refs import ChunkRef, encode_ref
 from .schema import coerce, frozen_metadata
-from .store import KnowledgeBase
+from .knowledgebase import KnowledgeBase
 from .store.state import KBState
 
 __all__ = ["make_kb", "assert_kb_equal", "require_system"]

@@ -160,7 +160,7 @@ def test_global_search_with_small_batches_matches(client, built, monkeypatch):
     step = global_search(model=OfflineModel(), detail="detailed", limit=50)
     expected = built.recipe(steps=[step]).retrieve_with_trace(Q)
     # batching happens in the driver: patching the driver's module is enough (workers never pack)
-    import crux_nb.retrieval.gs_map as gs_map
+    import crux_nb.retrieval.globalsearch.descent as gs_map
 
     monkeypatch.setattr(gs_map, "BATCH_BUDGET", 3_000)
     small = built.recipe(steps=[step]).plan(Q)

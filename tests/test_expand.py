@@ -6,8 +6,8 @@ import pytest
 from crux_nb.errors import ParameterError, RetrievalRunError
 from crux_nb.graph.reader import GraphReader
 from crux_nb.retrieval import (FindingCitation, FindingHit, Lineage, StepOutput, custom_step, retrieve)
-from crux_nb.retrieval.expand import expand_relations
-from crux_nb.retrieval.knowledge import KnowledgeTrace
+from crux_nb.retrieval.expand.step import expand_relations
+from crux_nb.retrieval.trace import KnowledgeTrace
 from crux_nb.refs import ChunkRef
 from crux_nb.testing import make_kb
 

@@ -10,9 +10,9 @@ from crux_nb.datasets import sample_later_path, sample_path
 from crux_nb.errors import ParameterError, RetrievalConfigError, RetrievalRunError, ValidationExhaustedError
 from crux_nb.models import OfflineModel
 from crux_nb.retrieval import FindingHit, global_search, retrieve
-from crux_nb.retrieval.gs_map import candidates, reduce
-from crux_nb.retrieval.gs_units import Unit, UnitFinding, auto_detail, select_detail
-from crux_nb.retrieval.hits import Lineage
+from crux_nb.retrieval.globalsearch.mapreduce import candidates, reduce
+from crux_nb.retrieval.globalsearch.units import Unit, UnitFinding, auto_detail, select_detail
+from crux_nb.hits import Lineage
 from crux_nb.refs import ChunkRef
 
 Q = "What changed in the launch plan?"
@@ -250,7 +250,7 @@ def test_adaptive_descent_rates_children_and_records_every_decision(built):
 
 
 def test_adaptive_truncation_is_recorded(built, monkeypatch):
-    import crux_nb.retrieval.gs_step as gs
+    import crux_nb.retrieval.globalsearch.step as gs
 
     monkeypatch.setattr(gs, "MAX_CALLS", 0)
     hits, trace = built.recipe(steps=[global_search(model=OfflineModel(), scan="adaptive", detail="overview")]
@@ -261,7 +261,7 @@ def test_adaptive_truncation_is_recorded(built, monkeypatch):
 
 
 def test_results_do_not_depend_on_concurrency(built, monkeypatch):
-    monkeypatch.setattr("crux_nb.retrieval.gs_map.BATCH_BUDGET", 2500)
+    monkeypatch.setattr("crux_nb.retrieval.globalsearch.descent.BATCH_BUDGET", 2500)
     runs = []
     for concurrency in (1, 4):
         spy = Spy()

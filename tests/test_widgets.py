@@ -11,7 +11,7 @@ import pytest
 
 from crux_nb.errors import ParameterError
 from crux_nb.retrieval import expand_relations, retrieve
-from crux_nb.retrieval.hits import to_data
+from crux_nb.hits import to_data
 from crux_nb.testing import make_kb
 from crux_nb.widgets import ExpansionView, expansion_data, expansion_html, expansion_svg, path_text
 
@@ -320,7 +320,7 @@ def test_no_added_hits_and_several_expansion_steps(kb):
     disabled = run(kb, retrieve(limit=2), expand_relations(depth=0))
     assert repr(ExpansionView(disabled)) == "ExpansionView(step='expand-relations', added=0, seeds=0)"
 
-    from crux_nb.retrieval.expand import ExpandRelationsStep
+    from crux_nb.retrieval.expand.step import ExpandRelationsStep
 
     second = ExpandRelationsStep(types=("related",), id="expand-again")
     twice = run(kb, retrieve(limit=2), expand_relations(types=["mentions"], seeds=["hits"]), second)

@@ -20,12 +20,13 @@ from crux_nb.community.reports import Report
 from crux_nb.errors import ParameterError
 from crux_nb.models import OfflineModel
 from crux_nb.retrieval import global_search, retrieve
-from crux_nb.retrieval.gs_map import candidates, reduce
-from crux_nb.retrieval.gs_units import Unit, UnitFinding
-from crux_nb.retrieval.hits import Lineage, to_data
+from crux_nb.retrieval.globalsearch.mapreduce import candidates, reduce
+from crux_nb.retrieval.globalsearch.units import Unit, UnitFinding
+from crux_nb.hits import Lineage, to_data
 from crux_nb.refs import ChunkRef
 from crux_nb.widgets import CoverageFinding, CoverageView, coverage_data, coverage_html, coverage_svg
-from crux_nb.widgets._coverage_data import CitedFinding, resolve_citation
+from crux_nb.widgets._coverage_data import CitedFinding
+from crux_nb.widgets._coverage_read import resolve_citation
 
 SCRIPT = '<script>window.__crux_pwned = 1</script><img src=x onerror="window.__crux_pwned=2">'
 Q = "launch plan"
@@ -183,7 +184,7 @@ def test_adaptive_statuses_ratings_and_rating_calls(kb, adaptive):
 
 
 def test_truncation_is_said_plainly(kb, monkeypatch):
-    import crux_nb.retrieval.gs_step as gs
+    import crux_nb.retrieval.globalsearch.step as gs
 
     monkeypatch.setattr(gs, "MAX_CALLS", 0)
     result = kb.recipe(steps=[global_search(model=OfflineModel(), scan="adaptive", detail="overview")]
@@ -205,7 +206,7 @@ def test_truncation_is_said_plainly(kb, monkeypatch):
 
 
 def test_batches_and_call_log(kb, monkeypatch):
-    monkeypatch.setattr("crux_nb.retrieval.gs_map.BATCH_BUDGET", 120)
+    monkeypatch.setattr("crux_nb.retrieval.globalsearch.descent.BATCH_BUDGET", 120)
     result = run(kb)
     view = CoverageView(result)
     details = result.trace.step("global-search").details

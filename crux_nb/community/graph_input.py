@@ -76,7 +76,7 @@ def build_graph(state: Any, visible_sources: set[str] | None = None) -> Communit
     residual = [r for r in chunk_refs if r not in mentioned_by]
     if residual:
         _link_residuals(chunks, set(residual), index, weights)
-    sizes = tuple(chars[n] if n in chars else _entity_size(entity_names.get(n, n), entity_desc.get(n)) for n in nodes)
+    sizes = tuple(chars[n] if n in chars else entity_size(entity_names.get(n, n), entity_desc.get(n)) for n in nodes)
     links = tuple(sorted((i, j, w) for (i, j), w in weights.items() if w > 0))
     return CommunityGraph(nodes=nodes, links=links, sizes=sizes, chunk_count=len(chunk_refs))
 
@@ -85,7 +85,7 @@ def _pair(i: int, j: int) -> tuple[int, int]:
     return (i, j) if i < j else (j, i)
 
 
-def _entity_size(name: Any, description: Any) -> int:
+def entity_size(name: Any, description: Any) -> int:
     return len(str(name)) + (len(description) if isinstance(description, str) else 0) + 2
 
 

@@ -158,9 +158,9 @@ class CommunitySurface:
 
     def _published(self) -> Any:
         """The state saved at this knowledge base's path (read under the communities lease)."""
-        from ..store.persist import open_knowledge_base
+        from ..store.persist import read_current
 
-        return open_knowledge_base(self.kb.path).state
+        return read_current(self.kb.path)[2]
 
     def _adopt_published(self, saved: Any) -> PrepareResult | None:
         """If another process published ready communities for this scope while we waited, take them."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..store import KnowledgeBase, knowledge_base
+from ..knowledgebase import KnowledgeBase, knowledge_base
 
 __all__ = ["sample_path", "sample_later_path", "sample_entities_path", "load_sample", "load_python_reference"]
 

@@ -72,7 +72,7 @@ def recipe_html(recipe: Any) -> str:
 
 
 def hits_html(hits: Any) -> str:
-    from ..retrieval.hits import EvidenceHit
+    from ..hits import EvidenceHit
 
     rows = []
     for i, hit in enumerate(hits, start=1):

@@ -84,7 +84,7 @@ def extract_entities(kb: Any, model: Any = None, *, batch_chars: int = DEFAULT_B
     """
     from ..models import CallLog, OfflineModel, check_model
     from ..models.remote import run_calls
-    from ..retrieval.steps import check_int
+    from ..validation import check_int
 
     model = OfflineModel() if model is None else model
     check_model(model)

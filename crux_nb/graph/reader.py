@@ -15,8 +15,8 @@ from typing import Any, Literal, NamedTuple
 
 from ..errors import ParameterError
 from ..refs import ChunkRef, KnowledgeRef, as_ref, decode_ref, encode_ref
-from ..retrieval.hits import EvidenceHit
-from ..retrieval.hydrate import chunk_hit
+from ..hits import EvidenceHit
+from .hydrate import chunk_hit
 from .adjacency import DIRECTION_NAMES, AdjacencyIndex
 from .structure import StructureIndex
 

@@ -34,7 +34,7 @@ import pandas as pd
 from .._hashing import stable_hash
 from ..community.cluster import Community
 from ..community.frames import generation_frames, input_fingerprint, with_generation
-from ..community.graph_input import _entity_size
+from ..community.graph_input import entity_size
 from ..community.reports import Report, member_hashes
 from ..community.surface import CORPUS
 from ..errors import InputError
@@ -167,7 +167,7 @@ def build_generation(state: Any, t: Any, build: Any, config: Any) -> tuple[Any, 
     for i, k in enumerate(keys):
         chunk_refs, entity_refs = tuple(sorted(chunk_sets[i])), tuple(sorted(entity_lists[i]))
         kind = "root" if parents[k] is None else ("parent" if children[k] else "leaf")
-        chars = sum(chunk_chars[c] for c in chunk_refs) + sum(_entity_size(names[e], descs[e]) for e in entity_refs)
+        chars = sum(chunk_chars[c] for c in chunk_refs) + sum(entity_size(names[e], descs[e]) for e in entity_refs)
         comms.append(Community(cid[k], level[k], kind, None if parents[k] is None else cid[parents[k]],
                                tuple(sorted(cid[c] for c in children[k])), chunk_refs, entity_refs, chars))
         report = report_rows.get(k)

@@ -90,11 +90,12 @@ def read_graphrag(path: str | os.PathLike, *, id: str = "graphrag", namespace: s
     The returned knowledge base carries the import details on ``kb.graphrag``.
     """
     from ..community.config import CommunitiesConfig, communities as make_config
-    from ..store.knowledge_base import KnowledgeBase, _check_name
+    from ..knowledgebase import KnowledgeBase
+    from ..validation import check_name
     from .graphrag_communities import build_generation
 
-    _check_name("read_graphrag()", "id", id)
-    namespace = id if namespace is None else _check_name("read_graphrag()", "namespace", namespace)
+    check_name("read_graphrag()", "id", id)
+    namespace = id if namespace is None else check_name("read_graphrag()", "namespace", namespace)
     if communities is None:
         from ..models import OfflineModel
 

@@ -119,7 +119,7 @@ def write_graphrag(kb: Any, path: str | os.PathLike, *, scope: str = "corpus") -
     Communities and reports come from ``scope``'s current generation as stored (no
     model is called: run ``kb.communities.prepare()`` first to export fresh ones).
     """
-    from ..store.knowledge_base import KnowledgeBase
+    from ..knowledgebase import KnowledgeBase
 
     if not isinstance(kb, KnowledgeBase):
         raise ParameterError("write_graphrag()", "kb", "a crux_nb KnowledgeBase", kb)

@@ -1,15 +1,21 @@
-"""Retrieval: hit kinds, recipe steps, recipes and traces."""
+"""Retrieval: hit kinds, recipe steps, recipes and traces.
 
-from .hits import (AssertionRef, EvidenceHit, FindingCitation, FindingHit, GraphProvenance, HitParent, Lineage,
+Layout by family: ``base`` (the step base) and ``types`` (what steps exchange), ``retriever/`` (the ``retrieve``
+producer step and its legs), ``expand/`` (``expand_relations``), ``globalsearch/`` (``global_search``: step, units,
+descent, map/reduce), ``custom`` (``custom_step``), ``recipe``, ``results`` and ``trace``. Hit types
+live in :mod:`crux_nb.hits` (below the graph layer) and are re-exported here.
+"""
+
+from ..hits import (AssertionRef, EvidenceHit, FindingCitation, FindingHit, GraphProvenance, HitParent, Lineage,
                    Provenance, RetrieverHit, Source, SourceScore, hit_key)
+from .base import Step
+from .custom import CustomStep, custom_step
 from .expand import ExpandRelationsStep, expand_relations
-from .gs_step import GlobalSearchStep, Preflight, global_search
-from .knowledge import KnowledgeTrace
-from .lexical import BM25Leg, Leg
+from .globalsearch import GlobalSearchStep, Preflight, global_search
 from .recipe import Recipe
 from .results import HitList, RetrievalResult
-from .steps import CustomStep, RetrieveStep, Step, custom_step, retrieve
-from .trace import RecipeTrace, StepTrace
+from .retriever import BM25Leg, Leg, RetrieveStep, retrieve
+from .trace import KnowledgeTrace, RecipeTrace, StepTrace
 from .types import KnowledgeBinding, PlannedQuery, Request, StepContext, StepInput, StepOutput
 
 __all__ = [

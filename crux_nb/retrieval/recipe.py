@@ -13,9 +13,10 @@ from typing import Any
 
 from .._hashing import stable_hash
 from ..errors import CruxError, ParameterError, RetrievalConfigError, RetrievalRunError
-from .hits import to_data
+from ..hits import to_data
 from .results import HitList, RetrievalResult
-from .steps import PRODUCER_KINDS, RESERVED_IDS, Step, retrieve
+from .base import PRODUCER_KINDS, RESERVED_IDS, Step
+from .retriever.step import retrieve
 from .trace import RecipeTrace, StepTrace
 from .types import KnowledgeBinding, PlannedQuery, Request, StepContext, StepInput
 
@@ -82,7 +83,7 @@ class Recipe:
         recipe_id = f"{kb.id}-recipe-{fingerprint[:8]}" if id is None else id
         validate_steps(recipe_id, steps, retriever_id=kb.id, model=model,
                        communities=getattr(kb, "communities_config", None))
-        from .steps import check_int
+        from ..validation import check_int
 
         concurrency = check_int("kb.recipe()", "concurrency", concurrency, minimum=1)
         if executor is not None and not callable(getattr(executor, "submit", None)):

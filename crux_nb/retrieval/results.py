@@ -9,7 +9,7 @@ from typing import Any, Iterator
 import pandas as pd
 
 from ..refs import encode_ref
-from .hits import EvidenceHit, FindingHit, hit_key
+from ..hits import EvidenceHit, FindingHit, hit_key
 from .trace import RecipeTrace
 
 HIT_COLUMNS = ["rank", "kind", "key", "score", "namespace", "source_id", "chunk_id", "ref", "section", "content",

@@ -1,4 +1,5 @@
-"""Run traces: one :class:`StepTrace` per step inside a :class:`RecipeTrace`.
+"""Run traces: one :class:`StepTrace` per step inside a :class:`RecipeTrace`, and the
+:class:`KnowledgeTrace` a connected-knowledge step records on its step trace.
 
 Durations are kept for analysis (``to_frame()``) but never shown in reprs, so
 notebook outputs stay deterministic.
@@ -7,11 +8,11 @@ notebook outputs stay deterministic.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, Mapping
 
 import pandas as pd
 
-from .hits import to_data
+from ..hits import to_data
 
 
 @dataclass(frozen=True)
@@ -75,3 +76,29 @@ class RecipeTrace:
         from ..display.html import trace_html
 
         return trace_html(self)
+
+
+Coverage = Literal["exact", "compensated", "raw-fallback", "materialization-wait"]
+
+
+@dataclass(frozen=True)
+class KnowledgeTrace:
+    """What a step read and how completely: upstream's ``KnowledgeStepTrace``, in snake_case."""
+
+    contributor: str
+    coverage: Coverage
+    coverage_basis: str
+    generations: tuple[str, ...] = ()
+    view: Mapping[str, Any] | None = None
+    scan: str | None = None
+    detail: str | None = None
+    available: Mapping[str, int] = field(default_factory=dict)
+    processed: Mapping[str, int] = field(default_factory=dict)
+    adaptive: Any = None
+    preflight: Mapping[str, int] | None = None
+    truncations: tuple[Any, ...] = ()
+    calls: Any = None
+
+    def __repr__(self) -> str:
+        return (f"KnowledgeTrace(contributor={self.contributor!r}, coverage={self.coverage!r}, "
+                f"available={dict(self.available)}, processed={dict(self.processed)})")

@@ -10,7 +10,7 @@ from typing import Any, Literal
 from ..errors import InputError, ParameterError
 from ..refs import KnowledgeRef
 from .filters import check_filter, hit_record, record_matches
-from .hits import EvidenceHit, RetrieverHit
+from ..hits import EvidenceHit, RetrieverHit
 
 Phase = Literal["queries", "hits"]
 PHASES = ("queries", "hits")

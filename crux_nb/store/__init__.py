@@ -1,5 +1,3 @@
-"""The knowledge base store: frames, ingestion, persistence."""
-
-from .knowledge_base import KnowledgeBase, knowledge_base
-
-__all__ = ["KnowledgeBase", "knowledge_base"]
+"""Storage: validated frames (``state``), ingestion and chunking, Parquet generations (``persist``), the
+build lease (``lease``). The :class:`~crux_nb.KnowledgeBase` handle over it lives in
+:mod:`crux_nb.knowledgebase` (it composes every layer)."""

@@ -197,14 +197,12 @@ def current_generation(path: str | os.PathLike) -> str:
     return generation
 
 
-def open_knowledge_base(path: str | os.PathLike, *, verify: bool = True, communities: Any = None):
-    """Open a saved knowledge base at its current generation.
+def read_current(path: str | os.PathLike, *, verify: bool = True) -> tuple[Path, dict, KBState]:
+    """The current generation saved at ``path``: ``(root, manifest meta, state)``.
 
-    ``verify`` checks every table's SHA-256 against the manifest first; ``communities`` attaches a
-    communities configuration (saved communities and reports are read either way).
+    ``verify`` checks every table's SHA-256 against the manifest first. ``crux_nb.open()`` wraps the
+    state in a :class:`~crux_nb.KnowledgeBase`.
     """
-    from .knowledge_base import KnowledgeBase
-
     check_path("crux_nb.open()", path)
     root = Path(path)
     generation = current_generation(root)
@@ -222,11 +220,7 @@ def open_knowledge_base(path: str | os.PathLike, *, verify: bool = True, communi
     else:
         raise StorageError(f"{str(root)!r} changed {_OPEN_ATTEMPTS} times while it was being opened.",
                            code="storage_busy", hint="other processes are saving continuously; open it again later.")
-    kb = KnowledgeBase(id=meta["id"], namespace=meta["namespace"], chunk_size=meta["chunk_size"], state=state)
-    kb.path = root
-    if communities is not None:
-        kb.configure_communities(communities)
-    return kb
+    return root, meta, state
 
 
 def _read_generation(root: Path, generation: str, *, verify: bool) -> tuple[dict, KBState]:

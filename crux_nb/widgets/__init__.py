@@ -13,7 +13,8 @@ from .expansion import ExpansionView
 
 __all__ = ["ExpansionView", "ExpansionData", "expansion_data", "expansion_html", "expansion_svg", "path_text"]
 
-from ._coverage_data import CoverageData, CoverageFinding, coverage_data
+from ._coverage_data import CoverageData, CoverageFinding
+from ._coverage_read import coverage_data
 from ._coverage_html import coverage_html, coverage_svg
 from ._explorer_data import CommunityInfo, ExplorerData, explorer_data
 from ._explorer_html import explorer_html, explorer_svg

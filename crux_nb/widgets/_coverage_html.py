@@ -2,16 +2,17 @@
 
 The community hierarchy is a tidy tree drawn left to right: one column per level (roots at the
 left, leaves at the right), one row per leaf, each parent centred on its children. The tree
-drawing (:func:`tree_layout`, :func:`tree_svg`) is shared with the community explorer.
+drawing (:func:`~crux_nb.widgets.layout.tree_layout`, :func:`~crux_nb.widgets.layout.tree_svg`) is shared
+with the community explorer.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from ..display.html import STYLE, clip, esc
-from ._coverage_data import STATUS_LABELS, STATUSES, CoverageData, CoverageFinding
+from ._coverage_data import STATUS_LABELS, STATUSES, CoverageData, CoverageFinding, coverage_nodes
+from .layout import TreeNode, legend_html, plural as _plural, tree_layout, tree_svg
 
 __all__ = ["COVERAGE_STYLE", "TreeNode", "tree_layout", "tree_svg", "coverage_svg", "header_html", "overview_html",
            "graph_html", "batches_html", "findings_html", "detail_html", "static_html", "coverage_html"]
@@ -45,8 +46,6 @@ COVERAGE_STYLE = """<style>
 .crux .crux-chunk .crux-text{font-size:12px}
 </style>"""
 
-# drawing constants (pixels)
-NODE_W, NODE_H, COL_GAP, ROW_GAP, MARGIN, BADGE_CHARS = 240, 28, 56, 8, 12, 9
 STATUS_COLORS = {  # status: (fill, stroke)
     "mapped": ("#dcfce7", "#16a34a"),
     "visited": ("#dbeafe", "#2563eb"),
@@ -55,7 +54,6 @@ STATUS_COLORS = {  # status: (fill, stroke)
     "excluded": ("#e5e7eb", "#374151"),
     "unread": ("#ffffff", "#cbd5e1"),
 }
-ON, EDGE = "#e11d48", "#94a3b8"
 RESOLUTION_TEXT = {
     "recorded": "cites (ids recorded on the hit)",
     "verified": "cites (verified against the finding target)",
@@ -64,158 +62,7 @@ RESOLUTION_TEXT = {
 }
 
 
-def _fmt(v: float) -> str:
-    text = f"{v:.1f}"
-    return text[:-2] if text.endswith(".0") else text
-
-
-def _plural(n: int, word: str, many: str | None = None) -> str:
-    return f"{n} {word if n == 1 else (many or word + 's')}"
-
-
-# ------------------------------------------------------------------------------------ tree drawing
-@dataclass(frozen=True)
-class TreeNode:
-    """A node to draw: ``role`` picks its colours, ``badge`` is a short right-aligned text."""
-
-    id: str
-    parent_id: str | None
-    level: int
-    label: str
-    role: str
-    badge: str = ""
-    tooltip: str = ""
-    dashed: bool = False
-
-
-def tree_layout(nodes: Iterable[TreeNode]) -> tuple[dict[str, tuple[int, float]], list[str]]:
-    """``{id: (column, row)}`` and the ids in drawing (depth-first) order.
-
-    Columns follow levels (the highest level at the left); a child sits at least one column right
-    of its parent. Leaves take consecutive rows; a parent is centred on its first and last child.
-    A node whose parent is not drawn is a root.
-    """
-    nodes = list(nodes)
-    ids = {n.id for n in nodes}
-    children: dict[str, list[TreeNode]] = {}
-    roots = []
-    for n in nodes:
-        if n.parent_id is not None and n.parent_id in ids and n.parent_id != n.id:
-            children.setdefault(n.parent_id, []).append(n)
-        else:
-            roots.append(n)
-    top = max((n.level for n in nodes), default=0)
-    key = (lambda n: (-n.level, n.id))
-    pos: dict[str, tuple[int, float]] = {}
-    order: list[str] = []
-    next_row = 0
-
-    def place(node: TreeNode, min_col: int) -> float:
-        nonlocal next_row
-        col = max(top - node.level, min_col)
-        pos[node.id] = (col, 0.0)
-        order.append(node.id)
-        kids = sorted((c for c in children.get(node.id, ()) if c.id not in pos), key=key)
-        rows = [place(c, col + 1) for c in kids]
-        if rows:
-            row = (rows[0] + rows[-1]) / 2
-        else:
-            row = float(next_row)
-            next_row += 1
-        pos[node.id] = (col, row)
-        return row
-
-    for root in sorted(roots, key=key):
-        place(root, 0)
-    for node in sorted(nodes, key=key):  # a parent cycle: nothing reached it from a root
-        if node.id not in pos:
-            place(node, 0)
-    return pos, order
-
-
-def tree_svg(nodes: Iterable[TreeNode], colors: Mapping[str, tuple[str, str]], *, on: Iterable[str] = (),
-             on_edges: Iterable[tuple[str, str]] = (), css: str = "crux-tree-svg",
-             label: str = "community hierarchy", role_attr: str = "data-role") -> str:
-    """The tree as an SVG string; nodes in ``on`` (and edges in ``on_edges``) highlighted."""
-    nodes = list(nodes)
-    by_id = {n.id: n for n in nodes}
-    pos, order = tree_layout(nodes)
-    on, on_edges = set(on), set(on_edges)
-    cols = max((c for c, _ in pos.values()), default=0) + 1
-    rows = max((r for _, r in pos.values()), default=0.0) + 1
-    width = MARGIN * 2 + cols * NODE_W + (cols - 1) * COL_GAP
-    height = MARGIN * 2 + max(rows, 1) * (NODE_H + ROW_GAP) - ROW_GAP
-
-    def xy(node_id: str) -> tuple[float, float]:
-        col, row = pos[node_id]
-        return MARGIN + col * (NODE_W + COL_GAP), MARGIN + row * (NODE_H + ROW_GAP)
-
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="{esc(css)}" width="{_fmt(width)}" height="{_fmt(height)}" '
-           f'viewBox="0 0 {_fmt(width)} {_fmt(height)}" style="max-width:100%;height:auto" role="img" '
-           f'aria-label="{esc(label)}" font-family="sans-serif" font-size="12">']
-    edges = [(by_id[i].parent_id, i) for i in order if by_id[i].parent_id in pos and by_id[i].parent_id != i]
-    for a, b in sorted(edges, key=lambda e: e in on_edges):  # highlighted edges on top
-        (xa, ya), (xb, yb) = xy(a), xy(b)
-        x0, y0, x3, y3 = xa + NODE_W, ya + NODE_H / 2, xb, yb + NODE_H / 2
-        mid = (x3 - x0) / 2
-        hot = (a, b) in on_edges
-        colour, sw = (ON, "2.5") if hot else (EDGE, "1.2")
-        out.append(f'<path class="crux-link{" crux-on" if hot else ""}" data-from="{esc(a)}" data-to="{esc(b)}" '
-                   f'd="M{_fmt(x0)},{_fmt(y0)} C{_fmt(x0 + mid)},{_fmt(y0)} {_fmt(x3 - mid)},{_fmt(y3)} '
-                   f'{_fmt(x3)},{_fmt(y3)}" fill="none" stroke="{colour}" stroke-width="{sw}"/>')
-    for node_id in order:
-        node = by_id[node_id]
-        x, y = xy(node_id)
-        fill, stroke = colors[node.role]
-        hot = node_id in on
-        classes = f"crux-node crux-node-{node.role}" + (" crux-on" if hot else "")
-        dash = ' stroke-dasharray="4 3"' if node.dashed else ""
-        badge = (f'<text class="crux-node-badge" x="{_fmt(x + NODE_W - 6)}" y="{_fmt(y + NODE_H / 2 + 4)}" '
-                 f'text-anchor="end" font-size="11" font-weight="600" fill="#374151">'
-                 f'{esc(clip(node.badge, BADGE_CHARS))}</text>') if node.badge else ""
-        # about 6.6 px a character at 12 px, 7 px for the bold 11 px badge
-        room = NODE_W - 16 - (7 * len(clip(node.badge, BADGE_CHARS)) + 8 if node.badge else 0)
-        chars = int(room / 6.6)
-        out.append(f'<g class="{classes}" data-id="{esc(node_id)}" {role_attr}="{esc(node.role)}">'
-                   f'<title>{esc(node.tooltip or node.label)}</title>'
-                   f'<rect x="{_fmt(x)}" y="{_fmt(y)}" width="{NODE_W}" height="{NODE_H}" rx="4" fill="{fill}" '
-                   f'stroke="{ON if hot else stroke}" stroke-width="{"2.5" if hot else "1.2"}"{dash}/>'
-                   f'<text x="{_fmt(x + 8)}" y="{_fmt(y + NODE_H / 2 + 4)}" fill="#111827">'
-                   f'{esc(clip(node.label or node_id, max(chars, 8)))}</text>{badge}</g>')
-    out.append("</svg>")
-    return "".join(out)
-
-
-def legend_html(keys: Iterable[tuple[str, str]]) -> str:
-    return ('<div class="crux-legend">' + "".join(f'<span class="crux-key crux-key-{esc(k)}">{esc(text)}</span>'
-                                                  for k, text in keys) + "</div>")
-
-
 # ------------------------------------------------------------------------------------ coverage parts
-def _rating_text(value: float | None) -> str:
-    return "" if value is None else _fmt(value)
-
-
-def coverage_nodes(data: CoverageData) -> list[TreeNode]:
-    nodes = []
-    drawn = {c for c, _, _ in data.hierarchy()}
-    for cid, parent, level in data.hierarchy():
-        status = data.status(cid)
-        rating, batch = data.rating(cid), data.batch_of(cid)
-        title = data.title(cid)
-        tip = [f"{title} ({cid})" if title else cid, f"level {level}", STATUS_LABELS[status]]
-        if rating is not None and rating.rating is not None:
-            tip.append(f"rating {_rating_text(rating.rating)}")
-        if batch is not None:
-            tip.append(f"batch {batch.index + 1}")
-        if parent is not None and parent not in drawn:
-            tip.append(f"parent {parent} not drawn")
-        nodes.append(TreeNode(cid, parent, level, title or cid, status,
-                              _rating_text(rating.rating) if rating is not None else "", " · ".join(tip),
-                              dashed=status == "excluded"))
-    return nodes
-
-
 def coverage_svg(data: CoverageData, selected: CoverageFinding | None = None) -> str:
     """The community hierarchy coloured by status, with ratings; ``selected``'s cited reports highlighted."""
     on = set(selected.cited_communities) if selected is not None else set()
@@ -442,7 +289,7 @@ def static_html(data: CoverageData, *, selected: CoverageFinding | None = None) 
 
 def coverage_html(result: Any, *, kb: Any = None, selected: str | None = None) -> str:
     """Static HTML of a result's global-search step (what :class:`CoverageView` shows, without widgets)."""
-    from ._coverage_data import coverage_data
+    from ._coverage_read import coverage_data
 
     data = coverage_data(result, kb=kb)
     chosen = data.find(selected) if selected is not None else (data.findings[0] if data.findings else None)

@@ -15,8 +15,8 @@ import pandas as pd
 
 from ..errors import ParameterError
 from ..refs import decode_ref
-from ..retrieval.expand import Expansion
-from ..retrieval.hits import EvidenceHit, hit_key
+from ..retrieval.expand.step import Expansion
+from ..hits import EvidenceHit, hit_key
 
 __all__ = ["ExpansionData", "expansion_data", "path_text", "ARROW_LEFT", "ARROW_RIGHT", "FRAME_COLUMNS"]
 

@@ -14,11 +14,13 @@ import pandas as pd
 
 from ..errors import ParameterError
 from ..refs import encode_ref, is_ref
-from ._coverage_data import chunk_texts
+from ._coverage_read import chunk_texts
+from .layout import TreeNode, plural, tree_layout
 
 __all__ = ["ExplorerData", "CommunityInfo", "ReportFindingInfo", "explorer_data", "EXPLORER_COLUMNS"]
 
 OWNER = "CommunityExplorer()"
+KINDS = ("root", "parent", "leaf")  # the node roles the drawing colours
 EXPLORER_COLUMNS = ["community_id", "level", "kind", "parent_id", "children", "n_chunks", "n_entities", "title",
                     "findings", "evidence"]
 
@@ -89,9 +91,6 @@ class ExplorerData:
 
     def order(self) -> tuple[CommunityInfo, ...]:
         """Depth-first tree order (what the drawing and the picker list)."""
-        from ._coverage_html import tree_layout
-        from ._explorer_html import explorer_nodes
-
         _, order = tree_layout(explorer_nodes(self))
         return tuple(self._by_id[i] for i in order)
 
@@ -147,3 +146,18 @@ def explorer_data(surface: Any, *, kb: Any = None) -> ExplorerData:
     return ExplorerData(scope=str(surface.scope), config_id=str(surface.config.id), status=str(surface.status()),
                         generation_id=generation, view=tuple(getattr(surface, "view", (None, None))),
                         communities=tuple(infos), texts=chunk_texts(reader_kb, refs), kb_given=True)
+
+
+def _role(c: CommunityInfo) -> str:
+    return c.kind if c.kind in KINDS else ("leaf" if not c.child_ids else "parent")
+
+
+def explorer_nodes(data: ExplorerData) -> list[TreeNode]:
+    nodes = []
+    for c in data.communities:
+        tip = (f"{c.title or '(no report)'} ({c.community_id}) · level {c.level} · {c.kind} · "
+               f"{plural(c.n_chunks, 'chunk')} · {plural(c.n_entities, 'entity', 'entities')} · "
+               f"{plural(len(c.findings), 'finding')}")
+        nodes.append(TreeNode(c.community_id, c.parent_id, c.level, c.title or c.community_id, _role(c),
+                              str(c.n_chunks), tip, dashed=not c.has_report))
+    return nodes

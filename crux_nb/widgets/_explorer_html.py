@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..display.html import STYLE, clip, esc
-from ._coverage_html import COVERAGE_STYLE, TreeNode, legend_html, tree_svg
-from ._explorer_data import CommunityInfo, ExplorerData
+from ._coverage_html import COVERAGE_STYLE
+from ._explorer_data import CommunityInfo, ExplorerData, explorer_nodes
+from .layout import legend_html, plural as _plural, tree_svg
 
 __all__ = ["EXPLORER_STYLE", "explorer_nodes", "explorer_svg", "header_html", "tree_html", "table_html",
            "detail_html", "static_html", "explorer_html"]
@@ -19,25 +20,6 @@ EXPLORER_STYLE = """<style>
 </style>"""
 
 KIND_COLORS = {"root": ("#ede9fe", "#7c3aed"), "parent": ("#dbeafe", "#2563eb"), "leaf": ("#f0fdf4", "#16a34a")}
-
-
-def _plural(n: int, word: str, many: str | None = None) -> str:
-    return f"{n} {word if n == 1 else (many or word + 's')}"
-
-
-def _role(c: CommunityInfo) -> str:
-    return c.kind if c.kind in KIND_COLORS else ("leaf" if not c.child_ids else "parent")
-
-
-def explorer_nodes(data: ExplorerData) -> list[TreeNode]:
-    nodes = []
-    for c in data.communities:
-        tip = (f"{c.title or '(no report)'} ({c.community_id}) · level {c.level} · {c.kind} · "
-               f"{_plural(c.n_chunks, 'chunk')} · {_plural(c.n_entities, 'entity', 'entities')} · "
-               f"{_plural(len(c.findings), 'finding')}")
-        nodes.append(TreeNode(c.community_id, c.parent_id, c.level, c.title or c.community_id, _role(c),
-                              str(c.n_chunks), tip, dashed=not c.has_report))
-    return nodes
 
 
 def explorer_svg(data: ExplorerData, selected: CommunityInfo | None = None) -> str:

@@ -19,7 +19,8 @@ import traitlets
 
 from ._base import SelectionView
 from ..errors import ParameterError
-from ._coverage_data import CoverageData, CoverageFinding, coverage_data
+from ._coverage_data import CoverageData, CoverageFinding
+from ._coverage_read import coverage_data
 from ._coverage_html import (batches_html, detail_html, findings_html, graph_html, header_html, overview_html,
                              static_html)
 

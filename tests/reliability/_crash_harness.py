@@ -192,7 +192,7 @@ PRELOADED: dict = {}  # name -> KnowledgeBase opened by the fork server before f
 
 
 def open_kb(path, **kwargs):
-    from crux_nb.store.persist import open_knowledge_base
+    from crux_nb import open as open_knowledge_base
 
     return open_knowledge_base(path, **kwargs)
 

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 import _crash_harness as H
-from crux_nb.store.persist import current_generation, open_knowledge_base
+from crux_nb import open as open_knowledge_base
+from crux_nb.store.persist import current_generation
 from crux_nb.testing import assert_kb_equal
 
 TIMEOUT = 120

@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 import _crash_harness as H
-from crux_nb.store.persist import current_generation, open_knowledge_base
+from crux_nb import open as open_knowledge_base
+from crux_nb.store.persist import current_generation
 from crux_nb.testing import assert_kb_equal
 
 TTL = 0.15  # lease time-to-live in the killed child and in the later run (the library default is 30 s)

@@ -47,8 +47,9 @@ from crux_nb.errors import ModelError, RetrievalRunError, ValidationExhaustedErr
 from crux_nb.models import ChatModel, OfflineModel
 from crux_nb.models.chat_prompts import REPAIR_SYSTEM
 from crux_nb.retrieval import global_search
-from crux_nb.store import KnowledgeBase
-from crux_nb.store.persist import current_generation, open_knowledge_base
+from crux_nb import KnowledgeBase
+from crux_nb import open as open_knowledge_base
+from crux_nb.store.persist import current_generation
 from crux_nb.testing import assert_kb_equal
 
 from reliability_llm import Answer, LocalLLM

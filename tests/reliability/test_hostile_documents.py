@@ -20,7 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import crux_nb
-from crux_nb.store import KnowledgeBase
+from crux_nb import KnowledgeBase
 from crux_nb.testing import assert_kb_equal
 from test_hostile_input import GRID, SPECIALS, Opaque, attempt, examples, garbage, guarded, odd_text, param
 

@@ -34,7 +34,7 @@ from crux_nb.errors import CruxError
 from crux_nb.models import OfflineModel
 from crux_nb.refs import ChunkRef, DocumentRef, EntityRef, ParentRef, as_ref, decode_ref, encode_ref
 from crux_nb.retrieval import EvidenceHit, expand_relations, global_search, retrieve
-from crux_nb.retrieval.steps import custom_step
+from crux_nb.retrieval.custom import custom_step
 
 # ------------------------------------------------------------------ settings
 SCALE = float(os.environ.get("CRUX_HOSTILE_EXAMPLES", "1"))

@@ -35,7 +35,7 @@ import crux_nb
 from crux_nb.errors import ModelError, RetrievalRunError, ValidationExhaustedError
 from crux_nb.models import CassetteModel, ChatModel
 from crux_nb.retrieval import global_search
-from crux_nb.store.persist import open_knowledge_base
+from crux_nb import open as open_knowledge_base
 
 from reliability_llm import Answer, LocalLLM, canned_answer
 

@@ -33,7 +33,8 @@ import crux_nb
 from crux_nb.errors import InputError, StorageError
 from crux_nb.models import OfflineModel
 from crux_nb.schema import SCHEMAS
-from crux_nb.store.persist import current_generation, open_knowledge_base
+from crux_nb import open as open_knowledge_base
+from crux_nb.store.persist import current_generation
 from crux_nb.testing import assert_kb_equal
 
 PACKAGE = Path(crux_nb.__file__).resolve().parent

@@ -13,9 +13,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from .._hashing import stable_hash
-from ..refs import ChunkRef, KnowledgeRef, encode_ref
-from .hits import Lineage
+from ..._hashing import stable_hash
+from ...refs import ChunkRef, KnowledgeRef, encode_ref
+from ...hits import Lineage
 
 BATCH_BUDGET = 24_000
 BASIS = {
@@ -101,7 +101,7 @@ def total_chars(units: list[Unit]) -> int:
 
 def resolve(surface: Any, *, wait: bool = True) -> Freshness:
     """Units to search and how fresh they are (see the module docstring)."""
-    from ..community.frames import read_reports
+    from ...community.frames import read_reports
 
     state = surface.kb.state
     status = surface.status()
@@ -129,7 +129,7 @@ def _generations(reports: list[Any]) -> tuple[str, ...]:
 
 def _compensate(surface: Any, state: Any, visible: set[str]) -> Freshness | None:
     """An older generation, minus reports touching removed or changed sources, plus raw added sources."""
-    from ..community.frames import read_reports
+    from ...community.frames import read_reports
 
     pointer = surface.previous_pointer()
     if pointer is None or pointer["strategy_fingerprint"] != surface.config.strategy_fingerprint:

@@ -9,19 +9,16 @@ from typing import Any
 
 import pandas as pd
 
-from ..errors import NotFoundError, ParameterError
-from ..schema import SCHEMAS
-from .chunking import DEFAULT_CHUNK_SIZE, check_chunk_size
-from .ingest import Format, check_unique, frame_specs, path_specs, text_spec
-from .state import KBState, with_edges, with_entities, with_sources, without_sources
+from .errors import NotFoundError, ParameterError
+from .schema import SCHEMAS
+from .store.chunking import DEFAULT_CHUNK_SIZE, check_chunk_size
+from .store.ingest import Format, check_unique, frame_specs, path_specs, text_spec
+from .store import persist  # called through the module: tests patch persist.save
+from .store.state import KBState, with_edges, with_entities, with_sources, without_sources
+from .validation import check_name
 
-__all__ = ["KnowledgeBase", "knowledge_base"]
+__all__ = ["KnowledgeBase", "knowledge_base", "open_knowledge_base"]
 
-
-def _check_name(owner: str, name: str, value: Any) -> str:
-    if not isinstance(value, str) or not value.strip() or ":" in value or any(ord(c) < 32 for c in value):
-        raise ParameterError(owner, name, "a non-empty string without ':' or control characters", value)
-    return value
 
 
 def knowledge_base(*, id: str = "kb", namespace: str | None = None, chunk_size: int = DEFAULT_CHUNK_SIZE,
@@ -34,8 +31,8 @@ def knowledge_base(*, id: str = "kb", namespace: str | None = None, chunk_size: 
     >>> kb
     KnowledgeBase(id='docs', namespace='docs', documents=1, sections=1, chunks=1, entities=0, edges=0)
     """
-    _check_name("knowledge_base()", "id", id)
-    namespace = id if namespace is None else _check_name("knowledge_base()", "namespace", namespace)
+    check_name("knowledge_base()", "id", id)
+    namespace = id if namespace is None else check_name("knowledge_base()", "namespace", namespace)
     kb = KnowledgeBase(id=id, namespace=namespace, chunk_size=check_chunk_size(chunk_size))
     if communities is not None:
         kb.configure_communities(communities)
@@ -161,20 +158,20 @@ class KnowledgeBase:
                          executor: Any = None):
         """Extract entities and relations with ``model`` (offline by default) into ``mentions`` and
         ``related`` edges; only new or changed sources are sent to the model."""
-        from ..extract import extract_entities
+        from .extract import extract_entities
 
         return extract_entities(self, model, batch_chars=batch_chars, progress=progress, executor=executor)
 
     # ------------------------------------------------------------------ views
     def view(self, *, id: str, where: dict):
         """A typed view: sources whose metadata match ``where`` (see ``crux_nb.views``)."""
-        from ..views import View, field_kinds, normalise_where
+        from .views import View, field_kinds, normalise_where
 
-        _check_name("kb.view()", "id", id)
+        check_name("kb.view()", "id", id)
         normalised = normalise_where(where, field_kinds(self._state.documents))
         known = self._views.get(id)
         if known is not None and known != normalised:
-            from ..errors import CruxError
+            from .errors import CruxError
 
             raise CruxError(f'View "{id}" is already registered with a different predicate.', code="view_conflict",
                             hint="choose another view id.")
@@ -184,8 +181,8 @@ class KnowledgeBase:
     # ------------------------------------------------------------ communities
     def configure_communities(self, config: Any) -> None:
         """Attach a communities configuration (``crux_nb.communities(model=...)``)."""
-        from ..community.config import CommunitiesConfig
-        from ..community.surface import CommunitySurface
+        from .community.config import CommunitiesConfig
+        from .community.surface import CommunitySurface
 
         if not isinstance(config, CommunitiesConfig):
             raise ParameterError("knowledge_base()", "communities", "a configuration from crux_nb.communities(model=...)",
@@ -197,7 +194,7 @@ class KnowledgeBase:
     def communities(self):
         """The communities surface: ``status()``, ``prepare()``, ``reports()``, frames and the tree."""
         if self._communities is None:
-            from ..errors import CruxError
+            from .errors import CruxError
 
             raise CruxError(f"knowledge base {self.id!r} has no communities configured.", code="communities_missing",
                             hint="pass communities=crux_nb.communities(model=...) to crux_nb.knowledge_base(), "
@@ -208,7 +205,7 @@ class KnowledgeBase:
     @property
     def reader(self):
         """A graph reader pinned to the current state."""
-        from ..graph.reader import GraphReader
+        from .graph.reader import GraphReader
 
         with self._lock:
             if self._reader is None:
@@ -221,17 +218,15 @@ class KnowledgeBase:
 
         ``concurrency`` bounds the model calls a step may run at once (global-search map batches);
         ``executor`` (a ``concurrent.futures`` executor or a ``dask.distributed.Client``) runs them instead."""
-        from ..retrieval.recipe import Recipe
+        from .retrieval.recipe import Recipe
 
         return Recipe.bind(self, steps=steps, id=id, model=model, concurrency=concurrency, executor=executor)
 
     def save(self, path: str | os.PathLike, *, partition_rows: int = 100_000) -> str:
         """Save as a new generation (one Parquet dataset per table, ``partition_rows`` rows per file);
         returns the generation id. ``crux_nb.store.persist.table_paths(path)`` names the table folders."""
-        from .persist import check_path, save
-
-        check_path("kb.save()", path)
-        generation = save(self, path, partition_rows=partition_rows)
+        persist.check_path("kb.save()", path)
+        generation = persist.save(self, path, partition_rows=partition_rows)
         self.path = path
         return generation
 
@@ -245,8 +240,20 @@ class KnowledgeBase:
         return f"KnowledgeBase(id={self.id!r}, namespace={self.namespace!r}, {counts})"
 
     def _repr_html_(self) -> str:
-        from ..display.html import knowledge_base_html
+        from .display.html import knowledge_base_html
 
         return knowledge_base_html(self)
 
 
+def open_knowledge_base(path: str | os.PathLike, *, verify: bool = True, communities: Any = None) -> KnowledgeBase:
+    """Open a saved knowledge base at its current generation (``crux_nb.open``).
+
+    ``verify`` checks every table's SHA-256 against the manifest first; ``communities`` attaches a
+    communities configuration (saved communities and reports are read either way).
+    """
+    root, meta, state = persist.read_current(path, verify=verify)
+    kb = KnowledgeBase(id=meta["id"], namespace=meta["namespace"], chunk_size=meta["chunk_size"], state=state)
+    kb.path = root
+    if communities is not None:
+        kb.configure_communities(communities)
+    return kb

@@ -4,7 +4,7 @@ Names and the query are normalised the same way (case-folded, words only, so
 whitespace and punctuation differences do not matter). Matches are whole words,
 longest first, never overlapping; ties go left to right, then by entity id.
 
->>> from crux_nb.retrieval.entity_match import normalise_words
+>>> from crux_nb.retrieval.expand.entity_match import normalise_words
 >>> normalise_words("  Priya's   LAUNCH-plan ")
 ('priya', 's', 'launch', 'plan')
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..refs import EntityRef
+from ...refs import EntityRef
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 

@@ -16,13 +16,14 @@ from collections import deque
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from ..errors import ParameterError, RetrievalRunError
-from ..refs import ChunkRef, KnowledgeRef, encode_ref
+from ...errors import ParameterError, RetrievalRunError
+from ...refs import ChunkRef, KnowledgeRef, encode_ref
 from .entity_match import match_entities
-from .hits import EvidenceHit, FindingHit, GraphProvenance, Provenance, hit_key
-from .knowledge import KnowledgeTrace
-from .steps import Step, check_int
-from .types import StepContext, StepInput, StepOutput
+from ...hits import EvidenceHit, FindingHit, GraphProvenance, Provenance, hit_key
+from ..trace import KnowledgeTrace
+from ...validation import check_int
+from ..base import Step
+from ..types import StepContext, StepInput, StepOutput
 
 __all__ = ["ExpandRelationsStep", "expand_relations", "FAN_OUT", "MAX_CANDIDATES", "RRF_K"]
 

@@ -13,12 +13,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..errors import ParameterError, RetrievalRunError
-from .gs_map import MAX_CALLS, THRESHOLD, AdaptiveTrace, Batch, candidates, descend, pack, reduce
-from .gs_units import Freshness, Unit, auto_detail, resolve, select_detail
-from .knowledge import KnowledgeTrace
-from .steps import Step, check_int
-from .types import StepContext, StepInput, StepOutput
+from ...errors import ParameterError, RetrievalRunError
+from ...validation import check_int
+from ..base import Step
+from ..trace import KnowledgeTrace
+from ..types import StepContext, StepInput, StepOutput
+from .descent import MAX_CALLS, THRESHOLD, AdaptiveTrace, Batch, descend, pack
+from .mapreduce import candidates, reduce
+from .units import Freshness, Unit, auto_detail, resolve, select_detail
 
 __all__ = ["GlobalSearchStep", "global_search", "Preflight"]
 
@@ -70,7 +72,7 @@ class GlobalSearchStep(Step):
 
     def __post_init__(self) -> None:
         owner = "global_search()"
-        from ..community.config import MODEL_METHODS
+        from ...community.config import MODEL_METHODS
 
         if self.model is None or not all(callable(getattr(self.model, m, None)) for m in MODEL_METHODS):
             raise ParameterError(owner, "model", "a knowledge model (e.g. crux_nb.models.OfflineModel())", self.model)
@@ -116,7 +118,7 @@ class GlobalSearchStep(Step):
 
     # ------------------------------------------------------------------ run
     def run(self, input: StepInput, context: StepContext) -> StepOutput:
-        from ..models import CallLog, call_task
+        from ...models import CallLog, call_task
 
         _check_binding(context)
         if context.request.filter is not None:
@@ -154,7 +156,7 @@ class GlobalSearchStep(Step):
         return StepOutput(hits=tuple(hits), knowledge=trace, details=details, warnings=warnings)
 
     def _map(self, query: str, batches: tuple[Batch, ...], log: Any, concurrency: int, executor: Any) -> list[dict]:
-        from ..models.remote import run_calls
+        from ...models.remote import run_calls
 
         calls = [(self.model, "map_findings", (query, [u.payload() for u in b.units]),
                   {"prompt_id": f"globalSearch:batch:{b.index + 1}",

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Literal, Union
 
-from ..refs import ChunkRef, KnowledgeRef, encode_ref, is_ref
-from ..schema import Metadata
+from .refs import ChunkRef, KnowledgeRef, encode_ref, is_ref
+from .schema import Metadata
 
 __all__ = [
     "Source", "HitParent", "SourceScore", "GraphProvenance", "Provenance", "EvidenceHit",

@@ -1,74 +1,22 @@
-"""Recipe steps as data: small frozen dataclasses with validated config.
-
-Each step has ``id``, ``kind``, ``phase`` (input, output), ``needs_model`` and a
-public ``config()``; ``to_dict()`` is its data form and ``repr`` its factory
-call. Factories (``retrieve``, ``custom_step``) are the public constructors.
-"""
+"""The ``retrieve`` producer step: BM25 (and any other legs) over chunks, fused by reciprocal rank."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ..errors import ParameterError
-from .hydrate import chunk_hit
-from .filters import filter_mask
-from .hits import Provenance, SourceScore
+from ...errors import ParameterError
+from ...graph.hydrate import chunk_hit
+from ...hits import Provenance, SourceScore
+from ...validation import check_int
+from ..base import Step
+from ..filters import filter_mask
+from ..types import StepContext, StepInput, StepOutput
 from .lexical import BM25Leg, Leg, ranked, rrf
-from .types import PHASES, StepContext, StepInput, StepOutput
 
-__all__ = ["Step", "RetrieveStep", "CustomStep", "retrieve", "custom_step", "check_int"]
-
-PRODUCER_KINDS = ("retrieve", "global-search")
-RESERVED_IDS = ("retrieve", "fusion")
-
-
-def check_int(owner: str, name: str, value: Any, *, minimum: int) -> int:
-    """A whole number (ints, or floats with no fraction) at least ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-        raise ParameterError(owner, name, f"an integer >= {minimum}", value)
-    if isinstance(value, float) and (not value.is_integer()):
-        raise ParameterError(owner, name, f"an integer >= {minimum}", value)
-    if value < minimum:
-        raise ParameterError(owner, name, f"an integer >= {minimum}", value)
-    return int(value)
-
-
-class Step:
-    """Shared behaviour of recipe steps (subclasses are frozen dataclasses)."""
-
-    id: str
-    kind: str
-    phase: tuple[str, str]
-    needs_model: bool = False
-    builtin: bool = True
-    factory: str = "step"
-
-    @property
-    def model(self) -> Any:
-        return None
-
-    def config(self) -> dict[str, Any]:
-        raise NotImplementedError
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "kind": self.kind, "phase": list(self.phase), "needs_model": self.needs_model,
-                "config": self.config()}
-
-    def run(self, input: StepInput, context: StepContext) -> StepOutput:
-        raise NotImplementedError
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.config().items())
-        return f"{self.factory}({args})"
-
-    def _repr_html_(self) -> str:
-        from ..display.html import step_html
-
-        return step_html(self)
+__all__ = ["RetrieveStep", "retrieve"]
 
 
 @dataclass(frozen=True, repr=False)
@@ -148,46 +96,6 @@ def _with_provenance(hit, provenance):
     return replace(hit, provenance=provenance)
 
 
-@dataclass(frozen=True, repr=False)
-class CustomStep(Step):
-    """A user step: ``fn(input, context)`` returns a ``StepOutput`` or a list of hits."""
-
-    id: str
-    fn: Callable[[StepInput, StepContext], Any]
-    phase: tuple[str, str] = ("hits", "hits")
-    kind: str = "custom"
-    needs_model: bool = False
-    step_model: Any = None
-    builtin: bool = False
-    factory = "custom_step"
-
-    def __post_init__(self) -> None:
-        owner = "custom_step()"
-        if not isinstance(self.id, str) or not self.id.strip():
-            raise ParameterError(owner, "id", "a non-empty string", self.id)
-        if not callable(self.fn):
-            raise ParameterError(owner, "fn", "a callable (input, context) -> hits", self.fn)
-        phase = tuple(self.phase)
-        if len(phase) != 2 or not all(p in PHASES for p in phase):
-            raise ParameterError(owner, "phase", "a pair of 'queries'/'hits'", self.phase)
-        object.__setattr__(self, "phase", phase)
-
-    @property
-    def model(self) -> Any:
-        return self.step_model
-
-    def config(self) -> dict[str, Any]:
-        return {"id": self.id, "phase": self.phase, "fn": getattr(self.fn, "__name__", "fn")}
-
-    def run(self, input: StepInput, context: StepContext) -> StepOutput:
-        result = self.fn(input, context)
-        if isinstance(result, StepOutput):
-            return result
-        if self.phase[1] == "queries":
-            return StepOutput(queries=tuple(result))
-        return StepOutput(hits=tuple(result))
-
-
 def retrieve(*, limit: int = 10, legs: tuple[Leg, ...] | None = None) -> RetrieveStep:
     """The ``retrieve`` producer step: the top ``limit`` chunks for the query by BM25.
 
@@ -195,9 +103,3 @@ def retrieve(*, limit: int = 10, legs: tuple[Leg, ...] | None = None) -> Retriev
     retrieve(limit=5)
     """
     return RetrieveStep(limit=limit) if legs is None else RetrieveStep(limit=limit, legs=legs)
-
-
-def custom_step(fn: Callable[[StepInput, StepContext], Any], *, id: str, phase: tuple[str, str] = ("hits", "hits"),
-                needs_model: bool = False, model: Any = None) -> CustomStep:
-    """Wrap a function as a recipe step (kind ``custom``)."""
-    return CustomStep(id=id, fn=fn, phase=phase, needs_model=needs_model, step_model=model)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .hits import EvidenceHit, HitParent, Source
+from ..hits import EvidenceHit, HitParent, Source
 
 
 def chunk_hit(state: Any, row: int, *, namespace: str, score: float = 0.0) -> EvidenceHit:

@@ -1,0 +1,52 @@
+"""The step base: what every recipe step shares (id, kind, phase, ``config()``, ``to_dict()``, repr).
+
+Each step has ``id``, ``kind``, ``phase`` (input, output), ``needs_model`` and a
+public ``config()``; ``to_dict()`` is its data form and ``repr`` its factory
+call. Factories (``retrieve``, ``expand_relations``, ``global_search``, ``custom_step``) are the
+public constructors. The types steps exchange live in :mod:`crux_nb.retrieval.types`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .types import StepContext, StepInput, StepOutput
+
+__all__ = ["Step", "PRODUCER_KINDS", "RESERVED_IDS"]
+
+PRODUCER_KINDS = ("retrieve", "global-search")
+RESERVED_IDS = ("retrieve", "fusion")
+
+
+class Step:
+    """Shared behaviour of recipe steps (subclasses are frozen dataclasses)."""
+
+    id: str
+    kind: str
+    phase: tuple[str, str]
+    needs_model: bool = False
+    builtin: bool = True
+    factory: str = "step"
+
+    @property
+    def model(self) -> Any:
+        return None
+
+    def config(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "kind": self.kind, "phase": list(self.phase), "needs_model": self.needs_model,
+                "config": self.config()}
+
+    def run(self, input: StepInput, context: StepContext) -> StepOutput:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.config().items())
+        return f"{self.factory}({args})"
+
+    def _repr_html_(self) -> str:
+        from ..display.html import step_html
+
+        return step_html(self)

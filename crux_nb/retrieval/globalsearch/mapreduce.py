@@ -1,0 +1,55 @@
+"""Global search: map-call outputs to candidates, and the deterministic reduce into finding hits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..._hashing import stable_hash
+from ...hits import AssertionRef, FindingCitation, FindingHit, Lineage
+from .units import Unit
+
+MIN_SCORE = 0.000001
+
+
+def candidates(output: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for f in output.get("findings", []):
+        ids = [str(i) for i in f["finding_ids"]]
+        out.append({"statement": f["statement"], "finding_ids": tuple(sorted(ids)), "score": float(f["score"]),
+                    "community_id": ids[0].split(":", 1)[0]})
+    return out
+
+
+def reduce(cands: list[dict[str, Any]], units: list[Unit], *, namespace: str, limit: int,
+           cited: dict[str, tuple[str, ...]] | None = None) -> list[FindingHit]:
+    """Merge by cited id set (max score, ties to the smaller community id), sort, cut, cite.
+
+    ``cited`` (if given) receives each hit's finding target → the unit finding ids it cites."""
+    merged: dict[str, dict[str, Any]] = {}
+    for c in cands:
+        key = "|".join(c["finding_ids"])
+        have = merged.get(key)
+        if have is None or c["score"] > have["score"] or (c["score"] == have["score"] and c["community_id"] < have["community_id"]):
+            merged[key] = c
+    ordered = sorted(merged.items(), key=lambda kv: (-kv[1]["score"], kv[1]["community_id"], kv[0]))[:limit]
+    findings = {f.id: (f, u) for u in units for f in u.findings}
+    hits = []
+    for _, c in ordered:
+        supports, assertions, lineage = [], [], None
+        for fid in c["finding_ids"]:
+            if fid not in findings:
+                continue
+            finding, unit = findings[fid]
+            supports += [s for s in finding.supports if s not in supports]
+            assertions += [a for a in finding.assertion_refs if a not in assertions]
+            lineage = lineage or unit.lineage
+
+        citation = FindingCitation(
+            finding_target="finding:" + stable_hash({"statement": c["statement"], "ids": list(c["finding_ids"])}),
+            supports=tuple(supports), assertion_refs=tuple(AssertionRef(a) for a in assertions),
+            lineage=lineage or Lineage(None, "unknown", c["community_id"]))
+        if cited is not None:
+            cited[citation.finding_target] = c["finding_ids"]
+        hits.append(FindingHit(namespace=namespace, content=c["statement"],
+                               score=min(1.0, max(MIN_SCORE, c["score"] / 100)), citation=citation))
+    return hits
