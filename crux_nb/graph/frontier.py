@@ -157,124 +157,161 @@ class Traversal:
         return nodes[::-1], types[::-1]
 
     def supports(self, i: int) -> list[int]:
+        """Codes of the distinct seeds whose traversal reached candidate ``i``, sorted."""
         code = int(self.codes[i])
-        return sorted({self._seeds[r] for r, touched in enumerate(self._touched) if touched is not None
-                       and code in touched})
+        return sorted({self._seeds[r] for r, touched in enumerate(self._touched)
+                       if touched is not None and touched[code]})
+
+
+class _Run:
+    """The state of one traversal across seeds: candidates, their best routes, warnings."""
+
+    def __init__(self, index: TraversalIndex, view: View, *, depth: int, entity_hops: str, max_candidates: int):
+        n = len(index.refs)
+        self.index, self.view, self.depth, self.max_candidates = index, view, depth, max_candidates
+        self.free = entity_hops == "free"
+        self.entity = index.kind == KIND_ENTITY
+        self.slot = np.full(n, -1, dtype=np.int64)
+        self.codes: list[np.ndarray] = []
+        self.count = 0
+        big = np.iinfo(np.int64).max
+        self.best_dist = np.full(n, big, dtype=np.int64)
+        self.best_rank = np.full(n, big, dtype=np.int64)
+        self.via = np.full(n, -1, dtype=np.int64)
+        self.via_type = np.full(n, -1, dtype=np.int64)
+        self.mass = np.zeros(n)
+        self.support = np.zeros(n, dtype=np.int64)
+        self.warnings: list[str] = []
+        self.capped = False
+        self.scratch = np.full(n, -1, dtype=np.int64)
+
+    def first(self, values: np.ndarray) -> np.ndarray:
+        """Positions of each value's first occurrence, in position order (no sort: a scatter, then a gather)."""
+        if not len(values):
+            return np.zeros(0, dtype=np.int64)
+        idx = np.arange(len(values))
+        self.scratch[values[::-1]] = idx[::-1]  # later writes win: the earliest position stays
+        firsts = idx[self.scratch[values] == idx]
+        self.scratch[values] = -1
+        return firsts
+
+    def reads(self, exp: np.ndarray, edist: np.ndarray):
+        """Every kept entry of one generation's reads, in read order: (source position, peer, type, distance)."""
+        view = self.view
+        starts, stops = view.indptr[exp], view.indptr[exp + 1]
+        lengths = stops - starts
+        src = np.repeat(np.arange(len(exp)), lengths)
+        entries = np.repeat(starts - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths) + np.arange(len(src))
+        peer, etype = view.peer[entries], view.etype[entries]
+        here = exp[src]
+        if self.free:
+            cost = ~(self.entity[here] | self.entity[peer])
+        else:
+            cost = ~(self.entity[peer] & ~self.entity[here])
+        nxt = edist[src] + cost
+        keep = nxt <= self.depth
+        return src[keep], peer[keep], etype[keep], here[keep], nxt[keep]
+
+    def candidates(self, rank: int, seed: int, src, peer, etype, here, nxt, contrib, touched) -> int | None:
+        """Create, support and improve candidates from one generation's entries; the read position that hit
+        the candidate ceiling, if one did."""
+        is_c = peer != seed
+        cp, cn, cs, ch, ct = peer[is_c], nxt[is_c], src[is_c], here[is_c], etype[is_c]
+        if not len(cp):
+            return None
+        cap_at = None
+        new = self.first(cp)
+        new = new[self.slot[cp[new]] < 0]
+        room = self.max_candidates - self.count
+        if len(new) > room:
+            if not self.capped:
+                cap_at, self.capped = int(cs[new[room]]), True
+            new = new[:room]
+        self.slot[cp[new]] = self.count + np.arange(len(new))
+        self.codes.append(cp[new])
+        self.count += len(new)
+        ok = self.slot[cp] >= 0
+        cp, cn, ch, ct = cp[ok], cn[ok], ch[ok], ct[ok]
+        if contrib is not None:
+            self.mass += np.bincount(cp, weights=contrib[is_c][ok], minlength=len(self.mass))
+        touched[cp] = True
+        # per peer, the first entry with the smallest distance improves a strictly worse best
+        for d in np.unique(cn).tolist():
+            at = np.flatnonzero(cn == d)
+            head = at[self.first(cp[at])]
+            hp = cp[head]
+            better = (d < self.best_dist[hp]) | ((d == self.best_dist[hp]) & (rank < self.best_rank[hp]))
+            hp, head = hp[better], head[better]
+            self.best_dist[hp], self.best_rank[hp] = d, rank
+            self.via[hp], self.via_type[hp] = ch[head], ct[head]
+        return cap_at
+
+    def warn(self, exp: np.ndarray, cap_at: int | None) -> None:
+        """Fan-out warnings in read order; the candidate warning right after the read that hit the ceiling."""
+        truncated = np.flatnonzero(self.view.truncated[exp])
+        refs, fan_out = self.index.refs, self.view.fan_out
+        events = [(pos, 0, f"expand_relations truncated neighbors for {refs[exp[pos]]} at {fan_out}.")
+                  for pos in truncated.tolist()]
+        if cap_at is not None:
+            events.append((cap_at, 1, f"expand_relations truncated graph candidates at {self.max_candidates}."))
+        self.warnings += [message for _, _, message in sorted(events)]
+
+    def seed(self, rank: int, seed: int, weight: float | None):
+        """One seed's breadth-first search, a generation at a time; its (parent, type) tree and touched mask."""
+        n = len(self.index.refs)
+        parent = np.full(n, -1, dtype=np.int64)
+        ptype = np.full(n, -1, dtype=np.int64)
+        seen = np.zeros(n, dtype=bool)
+        touched = np.zeros(n, dtype=bool)
+        seen[seed] = True
+        mass = None
+        if weight is not None:
+            mass = np.zeros(n)
+            mass[seed] = weight
+        frontier, fdist = np.array([seed], dtype=np.int64), np.zeros(1, dtype=np.int64)
+        while len(frontier):
+            live = fdist < self.depth
+            exp, edist = frontier[live], fdist[live]
+            if not len(exp):
+                break
+            src, peer, etype, here, nxt = self.reads(exp, edist)
+            contrib = None if mass is None else mass[here] * self.view.spec[here]
+            cap_at = self.candidates(rank, seed, src, peer, etype, here, nxt, contrib, touched)
+            self.warn(exp, cap_at)
+            if mass is not None:  # mass reaching a node in this generation is what it passes on when read
+                mass += np.bincount(peer, weights=contrib, minlength=n)
+            fresh = np.flatnonzero(~seen[peer])
+            first = fresh[self.first(peer[fresh])]
+            frontier, fdist = peer[first], nxt[first]
+            seen[frontier] = True
+            parent[frontier], ptype[frontier] = here[first], etype[first]
+        return (parent, ptype), touched
 
 
 def traverse(index: TraversalIndex, view: View, seeds: list[int | None], *, depth: int, entity_hops: str,
              max_candidates: int, weights: np.ndarray | None = None) -> Traversal:
-    """Upstream's per-seed breadth-first traversal, one generation per step (see the module docstring)."""
-    n = len(index.refs)
-    kind_entity = index.kind == KIND_ENTITY
-    cand_slot = np.full(n, -1, dtype=np.int64)
-    c_code: list[np.ndarray] = []
-    c_count = 0
-    support = np.zeros(n, dtype=np.int64)
-    mass_total = np.zeros(n)
-    warnings: list[str] = []
-    capped = False
-    trees, touched_sets, seed_codes = [], [], []
-    best_dist = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
-    best_rank = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
-    via = np.full(n, -1, dtype=np.int64)
-    via_type = np.full(n, -1, dtype=np.int64)
-    counted_seeds: set[int] = set()
+    """Upstream's per-seed breadth-first traversal, one generation per step (see the module docstring).
+
+    ``seeds`` are node codes (``None`` for a seed not in the index); ``weights`` (one per seed) turn on
+    the relevance ranking's mass. Examples: see ``tests/test_frontier.py`` (checked against the per-node
+    traversal) and :meth:`crux_nb.graph.GraphReader.traversal_index`.
+    """
+    run = _Run(index, view, depth=depth, entity_hops=entity_hops, max_candidates=max_candidates)
+    trees, touched_masks, seed_codes, counted = [], [], [], set()
     for rank, seed in enumerate(seeds):
         seed_codes.append(-1 if seed is None else seed)
         if seed is None:
             trees.append((None, None))
-            touched_sets.append(None)
+            touched_masks.append(None)
             continue
-        parent = np.full(n, -1, dtype=np.int64)
-        ptype = np.full(n, -1, dtype=np.int64)
-        seen = np.zeros(n, dtype=bool)
-        seen[seed] = True
-        mass = np.zeros(n)
-        mass[seed] = 1.0 if weights is None else float(weights[rank])
-        frontier, fdist = np.array([seed], dtype=np.int64), np.zeros(1, dtype=np.int64)
-        touched = []
-        while len(frontier):
-            live = fdist < depth
-            exp, edist = frontier[live], fdist[live]
-            if not len(exp):
-                break
-            starts, stops = view.indptr[exp], view.indptr[exp + 1]
-            lengths = stops - starts
-            total = int(lengths.sum())
-            src = np.repeat(np.arange(len(exp)), lengths)
-            entries = np.repeat(starts - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths) + np.arange(total)
-            peer, etype = view.peer[entries], view.etype[entries]
-            here = exp[src]
-            if entity_hops == "free":
-                cost = np.where(kind_entity[here] | kind_entity[peer], 0, 1)
-            else:
-                cost = np.where(kind_entity[peer] & ~kind_entity[here], 0, 1)
-            nxt = edist[src] + cost
-            keep = nxt <= depth
-            src, peer, etype, here, nxt = src[keep], peer[keep], etype[keep], here[keep], nxt[keep]
-            contrib = mass[here] * view.spec[here]
-            trunc_nodes = np.flatnonzero(view.truncated[exp])
-            # candidates: every entry whose peer is not the seed
-            is_c = peer != seed
-            cp, cn, cs, ch, ct, cc = peer[is_c], nxt[is_c], src[is_c], here[is_c], etype[is_c], contrib[is_c]
-            cap_at = None  # frontier position whose read first hit the candidate ceiling
-            if len(cp):
-                first = _first_occurrence(cp)
-                new = first[cand_slot[cp[first]] < 0]
-                room = max_candidates - c_count
-                if len(new) > room:
-                    if not capped:
-                        cap_at = int(cs[new[room]])
-                        capped = True
-                    new = new[:room]
-                cand_slot[cp[new]] = c_count + np.arange(len(new))
-                c_code.append(cp[new])
-                c_count += len(new)
-                slot = cand_slot[cp]
-                ok = slot >= 0
-                cp, cn, cs, ch, ct, cc = cp[ok], cn[ok], cs[ok], ch[ok], ct[ok], cc[ok]
-                # the first entry with the smallest distance per peer improves a strictly worse best
-                order = np.lexsort((np.arange(len(cp)), cn, cp))
-                head = order[np.concatenate([[True], cp[order][1:] != cp[order][:-1]])] if len(order) else order
-                hp, hn = cp[head], cn[head]
-                better = (hn < best_dist[hp]) | ((hn == best_dist[hp]) & (rank < best_rank[hp]))
-                hp, head = hp[better], head[better]
-                best_dist[hp], best_rank[hp] = cn[head], rank
-                via[hp], via_type[hp] = ch[head], ct[head]
-                np.add.at(mass_total, cp, cc)
-                touched.append(np.unique(cp))
-            # fan-out warnings in read order; the candidate warning right after the read that hit the ceiling
-            events = [(pos, 0, f"expand_relations truncated neighbors for {index.refs[exp[pos]]} at {view.fan_out}.")
-                      for pos in trunc_nodes.tolist()]
-            if cap_at is not None:
-                events.append((cap_at, 1, f"expand_relations truncated graph candidates at {max_candidates}."))
-            warnings += [message for _, _, message in sorted(events)]
-            # mass reaching a node in this generation is what it passes on when read
-            np.add.at(mass, peer, contrib)
-            fresh = ~seen[peer]
-            fp, fn, fh, ft = peer[fresh], nxt[fresh], here[fresh], etype[fresh]
-            first = _first_occurrence(fp)
-            frontier, fdist = fp[first], fn[first]
-            seen[frontier] = True
-            parent[frontier], ptype[frontier] = fh[first], ft[first]
-        trees.append((parent, ptype))
-        done = set(np.concatenate(touched).tolist()) if touched else set()
-        touched_sets.append(done)
-        if seed not in counted_seeds:
-            counted_seeds.add(seed)
-            if done:
-                support[np.fromiter(done, dtype=np.int64)] += 1
-    codes = np.concatenate(c_code).astype(np.int64) if c_code else np.zeros(0, dtype=np.int64)
-    # support counts distinct seed refs: a repeated seed adds nothing
-    return Traversal(codes=codes, distance=best_dist[codes], seed_rank=best_rank[codes], support=support[codes],
-                     mass=mass_total[codes], warnings=warnings, _via=via[codes], _via_type=via_type[codes],
-                     _trees=trees, _touched=touched_sets, _seeds=seed_codes)
-
-
-def _first_occurrence(values: np.ndarray) -> np.ndarray:
-    """Positions of each value's first occurrence, in order of position."""
-    if not len(values):
-        return np.zeros(0, dtype=np.int64)
-    _, first = np.unique(values, return_index=True)
-    return np.sort(first)
+        tree, touched = run.seed(rank, seed, None if weights is None else float(weights[rank]))
+        trees.append(tree)
+        touched_masks.append(touched)
+        if seed not in counted:  # support counts distinct seed refs: a repeated seed adds nothing
+            counted.add(seed)
+            run.support += touched
+    codes = np.concatenate(run.codes).astype(np.int64) if run.codes else np.zeros(0, dtype=np.int64)
+    return Traversal(codes=codes, distance=run.best_dist[codes], seed_rank=run.best_rank[codes],
+                     support=run.support[codes], mass=run.mass[codes], warnings=run.warnings,
+                     _via=run.via[codes], _via_type=run.via_type[codes], _trees=trees, _touched=touched_masks,
+                     _seeds=seed_codes)

@@ -13,7 +13,7 @@ from ...hits import Provenance, SourceScore
 from ...validation import check_int
 from ..base import Step
 from ..filters import filter_mask
-from ..types import StepContext, StepInput, StepOutput
+from ..types import CHUNK_RELEVANCE, StepContext, StepInput, StepOutput
 from .lexical import BM25Leg, Leg, ranked, rrf
 
 __all__ = ["RetrieveStep", "retrieve"]
@@ -57,6 +57,8 @@ class RetrieveStep(Step):
                 scores = leg.scores(state, planned.query)
                 groups.append((planned, leg, ranked(scores, mask), scores))
         hits = self._single(groups[0], context) if len(groups) == 1 else self._fused(groups, context)
+        if isinstance(context.extras, dict):
+            context.extras[CHUNK_RELEVANCE] = _relevance(groups, len(state.chunks))
         return StepOutput(hits=tuple(hits))
 
     def _single(self, group, context: StepContext):
@@ -88,6 +90,21 @@ class RetrieveStep(Step):
             out.append(_with_provenance(hit, Provenance(per_source=tuple(per_source), matched_queries=tuple(matched),
                                                         ranks=ranks, fused_score=score)))
         return out
+
+
+def _relevance(groups, n: int) -> np.ndarray:
+    """The query's relevance per chunk row, scaled so the best visible chunk is 1: the leg's scores for one
+    leg, the fused reciprocal-rank scores for several (what ranked the hits, reused by ``expand_relations``)."""
+    if len(groups) == 1:
+        _, _, rows, scores = groups[0]
+        values = np.zeros(n)
+        values[rows] = scores[rows]
+    else:
+        rows, fused = rrf([(r, planned.weight or 1.0) for planned, _, r, _ in groups])
+        values = np.zeros(n)
+        values[rows] = fused
+    top = values.max() if n else 0.0
+    return values / top if top > 0 else values
 
 
 def _with_provenance(hit, provenance):
