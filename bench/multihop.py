@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from crux_nb.retrieval import expand_relations, retrieve  # noqa: E402
 
-import multihop_data as md  # noqa: E402
+import _multihop as md  # noqa: E402
 from _common import OUT_DIR, load_average, machine_info, markdown_table, percentile, write_summary, write_text  # noqa: E402
 
 TARGET_POINTS = 3.0
