@@ -35,8 +35,7 @@ children rated >= 50, so its savings and its losses depend on the hierarchy's
 shape and on the offline model's ratings; the report describes both (levels,
 leaves, the root's children, the rating distribution, where scan all's top-10
 findings sit) and, in the full run, how the result moves with the rating
-threshold (informational: ``crux_nb.retrieval.globalsearch.descent.THRESHOLD`` is patched
-in this process only and restored afterwards).
+threshold (informational: the sweep passes ``global_search(..., threshold=t)``).
 
 Usage::
 
@@ -55,10 +54,9 @@ import math
 import sys
 import time
 from collections import Counter
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -68,7 +66,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import crux_nb  # noqa: E402
 from crux_nb.models import OfflineModel  # noqa: E402
 from crux_nb.retrieval import global_search  # noqa: E402
-from crux_nb.retrieval.globalsearch import descent  # noqa: E402
 
 from _common import (OUT_DIR, Phases, load_average, machine_info, markdown_table,  # noqa: E402
                      peak_rss_mb, write_summary, write_text)
@@ -82,6 +79,9 @@ LIMIT = 10
 DETAILS = ("detailed", "overview")
 MAX_CHAR_RATIO = 0.5
 MIN_OVERLAP = 0.8
+import inspect  # noqa: E402
+
+THRESHOLD = inspect.signature(global_search).parameters["threshold"].default  # the step's default (50)
 THRESHOLDS = (50, 40, 30, 20, 10, 0)  # sensitivity sweep (full run only); 50 is crux_nb's value
 SUMMARY_COLUMNS = ("detail", "questions", "calls all", "calls adaptive", "map calls adaptive", "rating calls adaptive",
                    "input chars all", "input chars adaptive", "ratio", "overlap@10", "target")
@@ -237,8 +237,8 @@ class Run:
         return self.map_chars + self.rate_chars
 
 
-def ask(kb: Any, model: Any, question: str, *, scan: str, detail: str) -> Run:
-    recipe = kb.recipe(steps=[global_search(model=model, scan=scan, detail=detail, limit=LIMIT)])
+def ask(kb: Any, model: Any, question: str, *, scan: str, detail: str, threshold: float = THRESHOLD) -> Run:
+    recipe = kb.recipe(steps=[global_search(model=model, scan=scan, detail=detail, limit=LIMIT, threshold=threshold)])
     hits, trace = recipe.retrieve_with_trace(question)
     k = trace.step("global-search").knowledge
     if k.detail != detail or k.scan != scan:
@@ -294,17 +294,6 @@ class Pair:
     @property
     def overlap_target(self) -> float:
         return overlap(self.all.targets, self.adaptive.targets)
-
-
-@contextmanager
-def rating_threshold(value: int) -> Iterator[None]:
-    """Patch the adaptive descent threshold in this process (informational sweep only)."""
-    saved = descent.THRESHOLD
-    descent.THRESHOLD = value
-    try:
-        yield
-    finally:
-        descent.THRESHOLD = saved
 
 
 # ------------------------------------------------------------------ summaries
@@ -416,7 +405,7 @@ def per_question_table(pairs: list[Pair], h: Hierarchy) -> str:
         a, b = p.all, p.adaptive
         kids = sorted(h.children.get(h.root, []), key=lambda c: -h.n_chunks[c])
         kid_ratings = " ".join(f"{b.ratings[c]:.0f}" if c in b.ratings else "-" for c in kids)
-        above = sum(r >= descent.THRESHOLD for r in b.ratings.values())
+        above = sum(r >= THRESHOLD for r in b.ratings.values())
         rows.append([p.question.id, p.detail, a.total_calls, f"{a.chars:,}", b.rating_calls, b.map_calls,
                      f"{b.rate_chars:,}", f"{b.map_chars:,}", f"{b.chars:,}", f3(p.ratio),
                      f"{a.reports}/{b.reports}", f"{len(a.statements)}/{len(b.statements)}", f3(p.overlap),
@@ -461,7 +450,7 @@ def root_children_table(h: Hierarchy, pairs: list[Pair]) -> str:
         leaves = sum(1 for x in h.leaves if h.top(x) == c)
         rows.append([f"`{c}`", h.level[c], "parent" if h.children.get(c) else "leaf", h.n_chunks[c], leaves,
                      f"{h.report_chars[c]:,}", f1(mean(rs)), f1(min(rs) if rs else math.nan),
-                     f1(max(rs) if rs else math.nan), f"{sum(r >= descent.THRESHOLD for r in rs)}/{len(rs)}",
+                     f1(max(rs) if rs else math.nan), f"{sum(r >= THRESHOLD for r in rs)}/{len(rs)}",
                      f"{top10[c]} ({top10[c] / n_top:.0%})" if n_top else "-"])
     return markdown_table(headers, rows)
 
@@ -542,7 +531,7 @@ def build_report(*, label: str, pairs: list[Pair], summaries: list[Summary], h: 
         *hierarchy_lines(h),
         "",
         "The root's children, their ratings over the questions (adaptive rates them in the first call; only those "
-        f"rated >= {descent.THRESHOLD} are descended into) and where scan all's detailed top-10 findings sit:",
+        f"rated >= {THRESHOLD} are descended into) and where scan all's detailed top-10 findings sit:",
         "",
         root_children_table(h, pairs),
         "",
@@ -569,7 +558,7 @@ def build_report(*, label: str, pairs: list[Pair], summaries: list[Summary], h: 
         lines += [
             "## Threshold sensitivity (informational, not the target)",
             "",
-            "The same adaptive runs with `crux_nb.retrieval.globalsearch.descent.THRESHOLD` patched in this process (crux_nb uses "
+            "The same adaptive runs with `global_search(..., threshold=t)` (crux_nb's default is "
             "50). Means over the questions; ratio and overlap against the scan all runs above.",
             "",
             sweep_table(sweep),
@@ -632,15 +621,15 @@ def run(*, small: bool, out_path: Path, sweep: bool) -> str:
     if sweep:
         with phases(f"threshold sweep: {len(THRESHOLDS)} thresholds x {len(questions)} x {len(details)}"):
             for threshold in THRESHOLDS:
-                with rating_threshold(threshold):
-                    for detail in details:
-                        base = [p for p in pairs if p.detail == detail]
-                        swept = [Pair(p.question, detail, p.all,
-                                      ask(kb, model, p.question.question, scan="adaptive", detail=detail))
-                                 for p in base]
-                        s = summarise(swept, detail)
-                        sweep_rows.append([threshold, detail, f1(s.rating_calls_adaptive), f1(s.map_calls_adaptive),
-                                           f1(s.chars_adaptive), f3(s.ratio), f3(s.overlap), s.verdict])
+                for detail in details:
+                    base = [p for p in pairs if p.detail == detail]
+                    swept = [Pair(p.question, detail, p.all,
+                                  ask(kb, model, p.question.question, scan="adaptive", detail=detail,
+                                      threshold=threshold))
+                             for p in base]
+                    s = summarise(swept, detail)
+                    sweep_rows.append([threshold, detail, f1(s.rating_calls_adaptive), f1(s.map_calls_adaptive),
+                                       f1(s.chars_adaptive), f3(s.ratio), f3(s.overlap), s.verdict])
 
     s = kb.summary()
     kb_summary = f"{s['chunks']} chunks (chunk_size {kb.chunk_size}), {s['entities']} entities, {s['edges']} edges"

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import pandas as pd
 
-from .errors import NotFoundError, ParameterError
+from .errors import CruxError, NotFoundError, ParameterError
 from .schema import SCHEMAS
 from .store.chunking import DEFAULT_CHUNK_SIZE, check_chunk_size
 from .store.ingest import Format, check_unique, frame_specs, path_specs, text_spec
@@ -58,7 +58,8 @@ class KnowledgeBase:
         self._views: dict[str, dict] = {}
         self.graphrag = None  # import details, set by crux_nb.io.read_graphrag (in memory only)
         self.path = None  # the folder this knowledge base was opened from or last saved to
-        self._view_revisions: dict[tuple[str, str], tuple] = {}
+        #: view revisions seen in this session, ``{(view id, revision): members}`` (pinned views replay them)
+        self.view_revisions: dict[tuple[str, str], tuple] = {}
 
     # ----------------------------------------------------------------- frames
     @property
@@ -100,36 +101,98 @@ class KnowledgeBase:
         return self._state
 
     # -------------------------------------------------------------- ingestion
-    def _commit(self, change) -> None:
+    def commit(self, change: Callable[[KBState], KBState], *, expected: KBState | None = None) -> KBState:
+        """Replace the state by ``change(state)`` atomically (the one write path for every layer).
+
+        Extraction, communities and user code build a new immutable :class:`~crux_nb.store.state.KBState`
+        from the current one; ``change`` runs under this knowledge base's lock. With ``expected``, the
+        commit happens only if the state is still that object (optimistic concurrency); otherwise a
+        :class:`~crux_nb.errors.CruxError` with code ``state_changed`` is raised and nothing changes.
+        Returns the new state.
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> before = kb.state
+        >>> _ = kb.commit(lambda state: state, expected=before)
+        >>> kb.add_text("a.md", "Alpha.")
+        >>> try:
+        ...     kb.commit(lambda state: state, expected=before)
+        ... except crux_nb.errors.CruxError as error:
+        ...     print(error.code)
+        state_changed
+        """
         with self._lock:
+            if expected is not None and self._state is not expected:
+                raise CruxError("the knowledge base changed since the expected state was read.", code="state_changed",
+                                hint="read kb.state again and rebuild the change from it.")
             new = change(self._state)
+            if not isinstance(new, KBState):
+                raise ParameterError("kb.commit()", "change", "a function returning a KBState", new)
             self._state = new
             self._reader = None
+            return new
 
     def add_text(self, source_id: str, text: str, *, metadata: dict | None = None, format: Format = "markdown",
                  chunk_size: int | None = None) -> None:
-        """Add (or replace) one source from a string. Markdown front matter becomes metadata."""
+        """Add (or replace) one source from a string. Markdown front matter becomes metadata.
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_text("plan.md", "# Plan\\n\\nThe launch moved to May.", metadata={"team": "product"})
+        >>> kb.documents[["source_id", "n_chunks"]].to_dict("records")
+        [{'source_id': 'plan.md', 'n_chunks': 1}]
+        """
         spec = text_spec(source_id, text, metadata=metadata, format=format)
         size = self.chunk_size if chunk_size is None else check_chunk_size(chunk_size)
-        self._commit(lambda s: with_sources(s, [spec], chunk_size=size))
+        self.commit(lambda s: with_sources(s, [spec], chunk_size=size))
 
     def add_path(self, path: str | os.PathLike, *, metadata: dict | None = None) -> list[str]:
-        """Add a ``.md``/``.txt`` file, or every such file below a folder (source id = relative path)."""
+        """Add a ``.md``/``.txt`` file, or every such file below a folder (source id = relative path).
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="sample")
+        >>> len(kb.add_path(crux_nb.datasets.sample_path())) > 30
+        True
+        """
         specs = path_specs(path, metadata=metadata)
         check_unique(specs)
-        self._commit(lambda s: with_sources(s, specs, chunk_size=self.chunk_size))
+        self.commit(lambda s: with_sources(s, specs, chunk_size=self.chunk_size))
         return [s.source_id for s in specs]
 
     def add_frame(self, frame: pd.DataFrame, *, id_column: str = "id", text_column: str = "text",
                   format: Format = "markdown") -> list[str]:
-        """Add one source per row; every other column becomes metadata."""
+        """Add one source per row; every other column becomes metadata.
+
+        Examples
+        --------
+        >>> import pandas as pd, crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_frame(pd.DataFrame({"id": ["a", "b"], "text": ["Alpha.", "Beta."], "team": ["x", "y"]}))
+        ['a', 'b']
+        """
         specs = frame_specs(frame, id_column=id_column, text_column=text_column, format=format)
         check_unique(specs)
-        self._commit(lambda s: with_sources(s, specs, chunk_size=self.chunk_size))
+        self.commit(lambda s: with_sources(s, specs, chunk_size=self.chunk_size))
         return [s.source_id for s in specs]
 
     def remove(self, source_id: str | Iterable[str]) -> None:
-        """Remove sources with their chunks, the evidence they gave and edges left unsupported."""
+        """Remove sources with their chunks, the evidence they gave and edges left unsupported.
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_text("a.md", "Alpha.")
+        >>> kb.remove("a.md")
+        >>> len(kb.documents)
+        0
+        """
         if isinstance(source_id, str):
             ids = [source_id]
         elif isinstance(source_id, (bytes, Mapping)) or not isinstance(source_id, Iterable):
@@ -143,16 +206,28 @@ class KnowledgeBase:
         if missing:
             raise NotFoundError(f"source {missing[0]!r} is not in knowledge base {self.id!r}.",
                                 hint="kb.documents['source_id'] lists the sources.")
-        self._commit(lambda s: without_sources(s, set(ids)))
+        self.commit(lambda s: without_sources(s, set(ids)))
 
     def add_edges(self, frame: pd.DataFrame) -> None:
         """Add semantic edges: columns ``from_ref``, ``to_ref``, ``type``, ``evidence`` (chunk refs),
-        optional ``direction`` (``directed``/``symmetric``), ``description``, ``weight``."""
-        self._commit(lambda s: with_edges(s, frame))
+        optional ``direction`` (``directed``/``symmetric``), ``description``, ``weight``.
+
+        Examples
+        --------
+        >>> import pandas as pd, crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_text("a.md", "Alpha.")
+        >>> kb.add_text("b.md", "Beta.")
+        >>> kb.add_edges(pd.DataFrame({"from_ref": ["chunk:a.md:c0000"], "to_ref": ["chunk:b.md:c0000"],
+        ...                            "type": ["references"], "evidence": [["chunk:a.md:c0000"]]}))
+        >>> [str(n.ref) for n in kb.reader.neighbors("chunk:a.md:c0000", types=["references"])]
+        ['chunk:b.md:c0000']
+        """
+        self.commit(lambda s: with_edges(s, frame))
 
     def add_entities(self, frame: pd.DataFrame) -> None:
         """Add or update entities: ``entity_id``, ``canonical_name``; optional ``type``, ``aliases``, ``description``."""
-        self._commit(lambda s: with_entities(s, frame))
+        self.commit(lambda s: with_entities(s, frame))
 
     def extract_entities(self, model: Any = None, *, batch_chars: int = 12_000, progress: bool | None = None,
                          executor: Any = None):
@@ -171,8 +246,6 @@ class KnowledgeBase:
         normalised = normalise_where(where, field_kinds(self._state.documents))
         known = self._views.get(id)
         if known is not None and known != normalised:
-            from .errors import CruxError
-
             raise CruxError(f'View "{id}" is already registered with a different predicate.', code="view_conflict",
                             hint="choose another view id.")
         self._views[id] = normalised
@@ -191,11 +264,24 @@ class KnowledgeBase:
         self._communities = CommunitySurface(self, config)
 
     @property
+    def has_communities(self) -> bool:
+        """Whether a communities configuration is attached (then :attr:`communities` is its surface).
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> crux_nb.knowledge_base(id="docs").has_communities
+        False
+        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
+        >>> kb.has_communities
+        True
+        """
+        return self._communities is not None
+
+    @property
     def communities(self):
         """The communities surface: ``status()``, ``prepare()``, ``reports()``, frames and the tree."""
         if self._communities is None:
-            from .errors import CruxError
-
             raise CruxError(f"knowledge base {self.id!r} has no communities configured.", code="communities_missing",
                             hint="pass communities=crux_nb.communities(model=...) to crux_nb.knowledge_base(), "
                                  "or call kb.configure_communities(...).")
@@ -204,7 +290,16 @@ class KnowledgeBase:
     # ---------------------------------------------------------------- reading
     @property
     def reader(self):
-        """A graph reader pinned to the current state."""
+        """A graph reader pinned to the current state.
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_text("a.md", "# A\\n\\nAlpha.")
+        >>> [n.type for n in kb.reader.neighbors("chunk:a.md:c0000")]
+        ['hierarchy']
+        """
         from .graph.reader import GraphReader
 
         with self._lock:
@@ -224,7 +319,19 @@ class KnowledgeBase:
 
     def save(self, path: str | os.PathLike, *, partition_rows: int = 100_000) -> str:
         """Save as a new generation (one Parquet dataset per table, ``partition_rows`` rows per file);
-        returns the generation id. ``crux_nb.store.persist.table_paths(path)`` names the table folders."""
+        returns the generation id. ``crux_nb.store.persist.table_paths(path)`` names the table folders.
+
+        Examples
+        --------
+        >>> import tempfile, pathlib, crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_text("a.md", "Alpha.")
+        >>> folder = pathlib.Path(tempfile.mkdtemp()) / "kb"
+        >>> kb.save(folder)
+        'g000001'
+        >>> crux_nb.open(folder).documents["source_id"].tolist()
+        ['a.md']
+        """
         persist.check_path("kb.save()", path)
         generation = persist.save(self, path, partition_rows=partition_rows)
         self.path = path
@@ -250,6 +357,15 @@ def open_knowledge_base(path: str | os.PathLike, *, verify: bool = True, communi
 
     ``verify`` checks every table's SHA-256 against the manifest first; ``communities`` attaches a
     communities configuration (saved communities and reports are read either way).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, crux_nb
+    >>> kb = crux_nb.knowledge_base(id="docs")
+    >>> kb.add_text("a.md", "Alpha.")
+    >>> _ = kb.save(pathlib.Path(tempfile.mkdtemp()) / "kb")
+    >>> crux_nb.open(kb.path).summary()["chunks"]
+    1
     """
     root, meta, state = persist.read_current(path, verify=verify)
     kb = KnowledgeBase(id=meta["id"], namespace=meta["namespace"], chunk_size=meta["chunk_size"], state=state)

@@ -20,7 +20,9 @@ from .schema import coerce, frozen_metadata
 from .knowledgebase import KnowledgeBase
 from .store.state import KBState
 
-__all__ = ["make_kb", "assert_kb_equal", "require_system"]
+from .conformance import assert_hits_equal, check_knowledge_model, check_step
+
+__all__ = ["make_kb", "assert_kb_equal", "assert_hits_equal", "check_step", "check_knowledge_model", "require_system"]
 
 
 def make_kb(*, chunks: Iterable[tuple], parents: Iterable[tuple] = (), id: str = "kb",

@@ -26,7 +26,7 @@ from .errors import ParameterError
 #: The knowledge-model tasks, in protocol order (one list for the protocol, the config and the steps).
 MODEL_TASKS: tuple[str, ...] = ("extract", "write_report", "map_findings", "rate")
 
-__all__ = ["MODEL_TASKS", "check_choice", "check_int", "check_model", "check_name"]
+__all__ = ["MODEL_TASKS", "check_choice", "check_int", "check_model", "check_name", "check_number"]
 
 
 def check_int(owner: str, name: str, value: Any, *, minimum: int) -> int:
@@ -44,6 +44,19 @@ def check_int(owner: str, name: str, value: Any, *, minimum: int) -> int:
     if value < minimum:
         raise ParameterError(owner, name, f"an integer >= {minimum}", value)
     return int(value)
+
+
+def check_number(owner: str, name: str, value: Any, *, minimum: float, maximum: float) -> float:
+    """A finite real number in ``[minimum, maximum]`` (no bools); returned as given.
+
+    Examples
+    --------
+    >>> check_number("global_search()", "threshold", 50, minimum=0, maximum=100)
+    50
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not minimum <= value <= maximum:
+        raise ParameterError(owner, name, f"a number from {minimum} to {maximum}", value)
+    return value
 
 
 def check_choice(owner: str, name: str, value: Any, choices: Sequence[str]) -> str:

@@ -133,11 +133,11 @@ class View:
             return self._replay(state)
         members = self._members(state)
         revision = "vr-" + stable_hash({"view": self.id, "members": members})
-        self.kb._view_revisions.setdefault((self.id, revision), tuple(members))
+        self.kb.view_revisions.setdefault((self.id, revision), tuple(members))
         return ViewRevision(self.id, revision, tuple(s for s, _ in members))
 
     def _replay(self, state: Any) -> ViewRevision:
-        recorded = self.kb._view_revisions.get((self.id, self.pinned))
+        recorded = self.kb.view_revisions.get((self.id, self.pinned))
         if recorded is None:
             raise CruxError(f'View "{self.id}" has no revision "{self.pinned}".', code="unknown_revision",
                             hint="use a revision returned by view.resolve().")

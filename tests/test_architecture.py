@@ -24,7 +24,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("retrieval", ("crux_nb.retrieval",)),
     ("views", ("crux_nb.views",)),
     ("evaluation", ("crux_nb.evaluation",)),
-    ("facade", ("crux_nb", "crux_nb.knowledgebase", "crux_nb.datasets", "crux_nb.demo", "crux_nb.testing")),
+    ("facade", ("crux_nb", "crux_nb.knowledgebase", "crux_nb.datasets", "crux_nb.demo", "crux_nb.testing",
+                "crux_nb.conformance")),
     ("io, widgets", ("crux_nb.io", "crux_nb.widgets")),
 ]
 # third-party imports that stay in their rooms (DESIGN section 7)

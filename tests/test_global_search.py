@@ -151,7 +151,7 @@ def inject(kb, n_leaves, statement_chars=500, summary_chars=2000):
     frames = generation_frames("corpus", "g-injected", comms, reports, input_fp=input_fingerprint(state, None),
                                strategy_fp=kb.communities.config.strategy_fingerprint, view=(None, None), sequence=1,
                                source_hashes=dict(zip(state.documents["source_id"], state.documents["content_hash"])))
-    kb._commit(lambda s: with_generation(s, "corpus", frames))
+    kb.commit(lambda s: with_generation(s, "corpus", frames))
     assert kb.communities.status() == "ready"
 
 
@@ -250,10 +250,7 @@ def test_adaptive_descent_rates_children_and_records_every_decision(built):
 
 
 def test_adaptive_truncation_is_recorded(built, monkeypatch):
-    import crux_nb.retrieval.globalsearch.step as gs
-
-    monkeypatch.setattr(gs, "MAX_CALLS", 0)
-    hits, trace = built.recipe(steps=[global_search(model=OfflineModel(), scan="adaptive", detail="overview")]
+    hits, trace = built.recipe(steps=[global_search(model=OfflineModel(), scan="adaptive", detail="overview", max_calls=0)]
                                ).retrieve_with_trace(Q, admit=lambda e: True)
     k = trace.steps[0].knowledge
     assert k.truncations and k.truncations[0]["kind"] == "adaptive-descent"

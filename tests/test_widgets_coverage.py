@@ -70,7 +70,7 @@ def publish(kb, tree=TREE, generation="g-test"):
     frames = generation_frames("corpus", generation, comms, reports, input_fp=input_fingerprint(state, None),
                                strategy_fp=kb.communities.config.strategy_fingerprint, view=(None, None), sequence=1,
                                source_hashes=dict(zip(state.documents["source_id"], state.documents["content_hash"])))
-    kb._commit(lambda s: with_generation(s, "corpus", frames))
+    kb.commit(lambda s: with_generation(s, "corpus", frames))
     assert kb.communities.status() == "ready"
 
 
@@ -184,10 +184,7 @@ def test_adaptive_statuses_ratings_and_rating_calls(kb, adaptive):
 
 
 def test_truncation_is_said_plainly(kb, monkeypatch):
-    import crux_nb.retrieval.globalsearch.step as gs
-
-    monkeypatch.setattr(gs, "MAX_CALLS", 0)
-    result = kb.recipe(steps=[global_search(model=OfflineModel(), scan="adaptive", detail="overview")]
+    result = kb.recipe(steps=[global_search(model=OfflineModel(), scan="adaptive", detail="overview", max_calls=0)]
                        ).retrieve_with_trace(Q, admit=lambda estimate: True)
     view = CoverageView(result)
     cut = result.trace.step("global-search").knowledge.truncations

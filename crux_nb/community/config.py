@@ -8,6 +8,7 @@ from typing import Any
 
 from .._hashing import stable_hash
 from ..errors import ParameterError
+from ..validation import MODEL_TASKS, check_model
 from .cluster import LEAF_BUDGET, MAX_CHILDREN
 
 # v2: two Leiden iterations per call (igraph default), not to convergence;
@@ -15,7 +16,7 @@ from .cluster import LEAF_BUDGET, MAX_CHILDREN
 ALGORITHM = "hierarchical-leiden-v3"
 PARENT_BUDGET = 96_000
 CHILD_CONTRIBUTION = 2_000
-MODEL_METHODS = ("extract", "write_report", "map_findings", "rate")
+MODEL_METHODS = MODEL_TASKS  # the one task list (crux_nb.validation)
 
 
 @dataclass(frozen=True)
@@ -30,18 +31,7 @@ class CommunitiesConfig:
 
     def __post_init__(self) -> None:
         owner = "communities()"
-        model = self.model
-        if model is None:
-            raise ParameterError(owner, "model", "a knowledge model (e.g. crux_nb.models.OfflineModel())", model,
-                                 hint="Communities require a knowledge model.")
-        missing = [m for m in MODEL_METHODS if not callable(getattr(model, m, None))]
-        if missing:
-            raise ParameterError(owner, "model", f"a model with the methods {', '.join(MODEL_METHODS)}", model,
-                                 hint=f"the model lacks {', '.join(missing)}.")
-        for attr in ("name", "fingerprint"):
-            value = getattr(model, attr, None)
-            if not isinstance(value, str) or not value.strip():
-                raise ParameterError(owner, f"model.{attr}", "a non-empty string", value)
+        check_model(owner, self.model, hint="Communities require a knowledge model.")
         if not isinstance(self.id, str) or not self.id.strip() or ":" in self.id:
             raise ParameterError(owner, "id", "a non-empty string without ':'", self.id)
         r = self.resolution

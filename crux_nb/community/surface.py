@@ -106,7 +106,7 @@ class CommunitySurface:
     def _built_elsewhere(self) -> bool:
         """Another process holds this saved knowledge base's communities lease (and it is not stale)."""
         lease = self._lease()
-        return lease is not None and lease.path.exists() and not lease._stale()
+        return lease is not None and lease.path.exists() and not lease.is_stale()
 
     def status(self) -> Status:
         if self._building or self._built_elsewhere():
@@ -173,7 +173,7 @@ class CommunitySurface:
         if rows.iloc[0]["input_fingerprint"] != input_fingerprint(mine, self._sources(mine)):
             return None
         frames = {t: saved.frame(t)[saved.frame(t)["scope"] == self.scope] for t in COMMUNITY_TABLES}
-        self.kb._commit(lambda current: with_generation(current, self.scope, frames))
+        self.kb.commit(lambda current: with_generation(current, self.scope, frames))
         return PrepareResult(self.generation_id, self.status(), self._count(), 0, self._count(), 0)
 
     def _ensure_entity_graph(self, progress: bool | None) -> None:
@@ -210,7 +210,7 @@ class CommunitySurface:
         hashes = {s: h for s, h in zip(docs["source_id"], docs["content_hash"]) if sources is None or s in sources}
         frames = generation_frames(self.scope, generation_id, comms, reports, input_fp=input_fp, strategy_fp=strategy,
                                    view=self.view, sequence=sequence, source_hashes=hashes)
-        self.kb._commit(lambda current: with_generation(current, self.scope, frames))
+        self.kb.commit(lambda current: with_generation(current, self.scope, frames))
         return PrepareResult(generation_id, self.status(), len(comms), written, len(comms) - written, len(log), log)
 
     def _count(self) -> int:

@@ -133,7 +133,7 @@ def extract_entities(kb: Any, model: Any = None, *, batch_chars: int = DEFAULT_B
              "output": canonical_json(outputs[s])} for s in sorted(outputs)]
     extractions = coerce(pd.DataFrame(rows), "extractions") if rows else empty_frame("extractions")
     entities, edges, evidence = build_entity_frames(sorted(outputs.items()), chunk_sources)
-    kb._commit(lambda current: _apply(current, state, entities, edges, evidence, extractions))
+    kb.commit(lambda current: _apply(current, state, entities, edges, evidence, extractions))
     return ExtractionResult(model=model.name, sources_extracted=len(fresh), sources_reused=len(reused),
                             calls=len(log), entities=int(len(kb.state.entities)),
                             mentions=int((edges["type"] == "mentions").sum()),

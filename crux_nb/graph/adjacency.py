@@ -56,10 +56,6 @@ class AdjacencyIndex:
         self.ev_provenance, self.ev_provenance_names = _codes(evidence["provenance"])
         self._masks: dict[tuple, np.ndarray] = {}
 
-    @property
-    def n_entries(self) -> int:
-        return len(self.peer)
-
     def entries(self, encoded: str, *, type_codes: set[int] | None, direction: int | None) -> list[tuple[str, int, int, int]]:
         """(peer ref, type code, direction, edge row) for one node, in upstream order."""
         code = self.code.get(encoded)

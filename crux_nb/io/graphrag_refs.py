@@ -104,10 +104,6 @@ class ReferenceCounts:
         else:
             self.unresolved += 1
 
-    @property
-    def resolved_share(self) -> float:
-        return self.resolved / self.references if self.references else 1.0
-
     def to_dict(self) -> dict[str, Any]:
         return {"findings": self.findings, "findings_with_references": self.findings_with_references,
                 "findings_resolved": self.findings_resolved, "findings_fallback": self.findings_fallback,

@@ -38,6 +38,8 @@ import re
 from collections.abc import Iterable
 from typing import Any, Literal
 
+from ..validation import MODEL_TASKS
+
 __all__ = [
     "Task",
     "TASKS",
@@ -50,7 +52,7 @@ __all__ = [
 ]
 
 Task = Literal["extract", "write_report", "map_findings", "rate"]
-TASKS: tuple[str, ...] = ("extract", "write_report", "map_findings", "rate")
+TASKS: tuple[str, ...] = MODEL_TASKS  # the one task list (crux_nb.validation)
 Issue = dict[str, str]
 
 REPORT_LIMITS = {"title": 120, "summary": 2000, "statement": 500, "relation_description": 500, "description": 2000}

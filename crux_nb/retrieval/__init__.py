@@ -18,9 +18,10 @@ from .retriever import BM25Leg, Leg, RetrieveStep, retrieve
 from .trace import KnowledgeTrace, RecipeTrace, StepTrace
 from .types import KnowledgeBinding, PlannedQuery, Request, StepContext, StepInput, StepOutput
 
+# user-facing names (the verbs, results, hits and traces, and what a custom step receives and returns);
+# the rest above stays importable for step authors
 __all__ = [
-    "AssertionRef", "EvidenceHit", "FindingCitation", "FindingHit", "GraphProvenance", "HitParent", "Lineage",
-    "Provenance", "RetrieverHit", "Source", "SourceScore", "hit_key", "BM25Leg", "Leg", "Recipe", "HitList",
-    "RetrievalResult", "CustomStep", "RetrieveStep", "Step", "custom_step", "retrieve", "RecipeTrace", "StepTrace",
-    "KnowledgeBinding", "ExpandRelationsStep", "expand_relations", "GlobalSearchStep", "Preflight", "global_search", "KnowledgeTrace", "PlannedQuery", "Request", "StepContext", "StepInput", "StepOutput",
+    "retrieve", "expand_relations", "global_search", "custom_step", "Recipe", "HitList", "RetrievalResult",
+    "EvidenceHit", "FindingHit", "FindingCitation", "RetrieverHit", "RecipeTrace", "StepTrace", "KnowledgeTrace",
+    "Preflight", "BM25Leg", "Leg", "StepInput", "StepOutput", "StepContext",
 ]

@@ -8,11 +8,12 @@ public constructors. The types steps exchange live in :mod:`crux_nb.retrieval.ty
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from .types import StepContext, StepInput, StepOutput
 
-__all__ = ["Step", "PRODUCER_KINDS", "RESERVED_IDS"]
+__all__ = ["Step", "PRODUCER_KINDS", "RESERVED_IDS", "changed"]
 
 PRODUCER_KINDS = ("retrieve", "global-search")
 RESERVED_IDS = ("retrieve", "fusion")
@@ -50,3 +51,20 @@ class Step:
         from ..display.html import step_html
 
         return step_html(self)
+
+
+def changed(step: Any, defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameters in ``defaults`` whose value on ``step`` differs from the default.
+
+    Built-in steps put these after their core parameters in ``config()``, so a repr shows what
+    was changed (as scikit-learn's) and ``to_dict()`` still rebuilds the step exactly. A new
+    parameter with a default is one entry in the step's ``DEFAULTS``.
+
+    Examples
+    --------
+    >>> from crux_nb.retrieval import global_search
+    >>> from crux_nb.models import OfflineModel
+    >>> changed(global_search(model=OfflineModel(), threshold=60), {"threshold": 50, "max_calls": 32})
+    {'threshold': 60}
+    """
+    return {name: getattr(step, name) for name, default in defaults.items() if getattr(step, name) != default}

@@ -33,6 +33,11 @@ def validate_steps(recipe_id: Any, steps: list[Any], *, retriever_id: str, model
         raise RetrievalConfigError(
             f'Retrieval recipe has more than one producer step: "{producers[0].id}" and "{producers[1].id}". '
             "Use exactly one of retrieve() or global_search().", code="invalid_step_order")
+    ids = [s.id for s in steps]
+    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    if repeated:  # traces, trace.step(id) and the widgets address steps by id
+        raise RetrievalConfigError(f'Retrieval recipe has more than one step with id "{repeated[0]}".',
+                                   code="duplicate_step_id", hint="pass id=... to one of the step factories.")
     current = "queries"
     for step in steps:
         if not step.builtin and step.id in RESERVED_IDS:
@@ -93,7 +98,17 @@ class Recipe:
                    view=view, executor=executor)
 
     def retrieve(self, query: str, *, filter: dict | None = None, limit: int | None = None, admit: Any = None) -> HitList:
-        """Run the recipe and return its hits."""
+        """Run the recipe and return its hits.
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_text("a.md", "Release planning starts in March.")
+        >>> kb.add_text("b.md", "The office moves in June.")
+        >>> [hit.source.id for hit in kb.recipe(steps=[crux_nb.retrieve(limit=1)]).retrieve("release planning")]
+        ['a.md']
+        """
         return self.retrieve_with_trace(query, filter=filter, limit=limit, admit=admit).hits
 
     run = retrieve
@@ -103,6 +118,15 @@ class Recipe:
         """Run the recipe; return hits and a trace with one entry per step.
 
         A failing step raises :class:`RetrievalRunError` whose ``trace`` records the failed step.
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_text("a.md", "Release planning starts in March.")
+        >>> hits, trace = kb.recipe(steps=[crux_nb.retrieve(), crux_nb.expand_relations()]).retrieve_with_trace("release")
+        >>> [step.step_id for step in trace.steps], len(hits)
+        (['retrieve', 'expand-relations'], 1)
         """
         request = Request.build(query, filter=filter, limit=limit, admit=admit)
         context = self._context(request)
@@ -138,7 +162,7 @@ class Recipe:
 
     def _context(self, request: Request) -> StepContext:
         members = None if self.view is None else frozenset(self.view.resolve().members)
-        communities = getattr(self.kb, "_communities", None)
+        communities = self.kb.communities if self.kb.has_communities else None
         if self.view is not None and communities is not None:
             communities = self.view.communities
         return StepContext(recipe_id=self.id, namespace=self.kb.namespace, request=request, state=self.kb.state,
@@ -147,7 +171,18 @@ class Recipe:
                            executor=self.executor)
 
     def plan(self, query: str):
-        """The global-search preflight (reports, batches, input characters, calls) without any model call."""
+        """The global-search preflight (reports, batches, input characters, calls) without any model call.
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> from crux_nb.models import OfflineModel
+        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=OfflineModel()))
+        >>> kb.add_text("a.md", "Ada Park leads the Lumen launch.")
+        >>> _ = kb.communities.prepare(progress=False)
+        >>> kb.recipe(steps=[crux_nb.global_search(model=OfflineModel())]).plan("Lumen").calls
+        1
+        """
         request = Request.build(query)
         for step in self.steps:
             if step.kind == "global-search":

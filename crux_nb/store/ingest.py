@@ -7,7 +7,6 @@ so a bad file or row leaves the knowledge base exactly as it was.
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import math
 import os
 from collections.abc import Mapping
@@ -218,6 +217,3 @@ def check_unique(specs: list[SourceSpec]) -> None:
                              hint="give every source a unique id.")
         seen.add(spec.source_id)
 
-
-def metadata_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))

@@ -63,7 +63,8 @@ class Lease:
         except (FileNotFoundError, ValueError, OSError):
             return None
 
-    def _stale(self) -> bool:
+    def is_stale(self) -> bool:
+        """Whether the lease file is missing, unreadable and old, or its holder stopped heart-beating past its TTL."""
         info = self.holder()
         if info is None:
             # unreadable or half-written: judge by the file's age
@@ -82,7 +83,7 @@ class Lease:
                 _HELD.set(_HELD.get() + (self,))
                 self._remove_stray_records()
                 return self
-            if self._stale():
+            if self.is_stale():
                 self._take_over()
                 continue
             if time.monotonic() >= deadline:
@@ -97,7 +98,7 @@ class Lease:
         guard = os.open(self.path.with_name(self.path.name + ".guard"), os.O_CREAT | os.O_RDWR, 0o644)
         try:
             fcntl.flock(guard, fcntl.LOCK_EX)
-            if self.path.exists() and self._stale():
+            if self.path.exists() and self.is_stale():
                 os.unlink(self.path)
         except FileNotFoundError:
             pass

@@ -377,7 +377,7 @@ def check(job: dict, result: dict) -> None:
 def _stale(path: str) -> bool:
     from crux_nb.store.lease import Lease
 
-    return Lease(path)._stale()
+    return Lease(path).is_stale()
 
 
 def _count(path: str | None) -> int:

@@ -30,8 +30,9 @@ from ...errors import ParameterError, RetrievalRunError
 from ...graph.frontier import KIND_CHUNK, traverse
 from ...hits import EvidenceHit, FindingHit, GraphProvenance, Provenance, hit_key
 from ...refs import ChunkRef, KnowledgeRef, encode_ref
-from ...validation import check_int
-from ..base import Step
+from ...validation import check_int, check_name
+from ..base import Step, changed
+from ..retriever.lexical import RRF_K
 from ..trace import KnowledgeTrace
 from ..types import CHUNK_RELEVANCE, StepContext, StepInput, StepOutput
 from .entity_match import match_entities
@@ -41,7 +42,6 @@ __all__ = ["ExpandRelationsStep", "expand_relations", "Expansion", "ExpansionRea
 
 FAN_OUT = 64
 MAX_CANDIDATES = 512
-RRF_K = 60
 SEED_KINDS = ("hits", "query")
 RANKINGS = ("relevance", "upstream")
 RELEVANCE_KEY = CHUNK_RELEVANCE
@@ -88,10 +88,15 @@ class ExpandRelationsStep(Step):
     seeds: tuple[str, ...] = SEED_KINDS
     ranking: Literal["relevance", "upstream"] = "relevance"
     entity_hops: Literal["free", "counted"] | None = None  # None: the ranking's rule (counted / free)
+    fan_out: int = FAN_OUT
+    max_candidates: int = MAX_CANDIDATES
     id: str = "expand-relations"
     kind: str = "custom"
     phase: tuple[str, str] = ("hits", "hits")
     factory = "expand_relations"
+    #: parameters shown by repr and to_dict() only when changed
+    DEFAULTS = {"ranking": "relevance", "entity_hops": None, "fan_out": FAN_OUT, "max_candidates": MAX_CANDIDATES,
+                "id": "expand-relations"}
 
     def __post_init__(self) -> None:
         owner = "expand_relations()"
@@ -117,6 +122,9 @@ class ExpandRelationsStep(Step):
         if self.entity_hops is not None and (not isinstance(self.entity_hops, str)
                                              or self.entity_hops not in ("free", "counted")):
             raise ParameterError(owner, "entity_hops", "'free' (upstream), 'counted' or None", self.entity_hops)
+        object.__setattr__(self, "fan_out", check_int(owner, "fan_out", self.fan_out, minimum=1))
+        object.__setattr__(self, "max_candidates", check_int(owner, "max_candidates", self.max_candidates, minimum=1))
+        check_name(owner, "id", self.id)
 
     @property
     def hops(self) -> str:
@@ -128,11 +136,7 @@ class ExpandRelationsStep(Step):
                                   "seeds": list(self.seeds)}
         if self.types is not None:
             config["types"] = list(self.types)
-        if self.ranking != "relevance":
-            config["ranking"] = self.ranking
-        if self.entity_hops is not None:
-            config["entity_hops"] = self.entity_hops
-        return config
+        return {**config, **changed(self, self.DEFAULTS)}
 
     def __repr__(self) -> str:
         config = self.config()
@@ -155,11 +159,11 @@ class ExpandRelationsStep(Step):
         seeds = self._seeds(evidence, context)
         index = binding.reader.traversal_index
         view = index.view(None if self.types is None else frozenset(self.types),
-                          None if self.direction == "both" else (0 if self.direction == "out" else 1), FAN_OUT)
+                          None if self.direction == "both" else (0 if self.direction == "out" else 1), self.fan_out)
         relevance = self.ranking == "relevance"
         weights = 1.0 / (np.arange(len(seeds)) + 1.0) if relevance else None
         found = traverse(index, view, [index.code.get(encode_ref(s)) for s in seeds], depth=self.depth,
-                         entity_hops=self.hops, max_candidates=MAX_CANDIDATES, weights=weights)
+                         entity_hops=self.hops, max_candidates=self.max_candidates, weights=weights)
         warnings += found.warnings
         ranked = self._rank(index, found, context) if relevance else self._upstream_order(found)
         added, records = self._hydrate(binding, index, view, found, ranked, evidence)
@@ -234,7 +238,8 @@ class ExpandRelationsStep(Step):
 def expand_relations(*, types: list[str] | None = None, direction: Literal["out", "in", "both"] = "both",
                      depth: int = 1, limit: int = 20, seeds: tuple[str, ...] = SEED_KINDS,
                      ranking: Literal["relevance", "upstream"] = "relevance",
-                     entity_hops: Literal["free", "counted"] | None = None) -> ExpandRelationsStep:
+                     entity_hops: Literal["free", "counted"] | None = None, fan_out: int = FAN_OUT,
+                     max_candidates: int = MAX_CANDIDATES, id: str = "expand-relations") -> ExpandRelationsStep:
     """Expand evidence hits through the graph (additive: incoming hits are kept in order, unchanged).
 
     Parameters
@@ -250,6 +255,11 @@ def expand_relations(*, types: list[str] | None = None, direction: Literal["out"
     entity_hops
         Override the ranking's entity-hop rule: ``"free"`` (a hop to or from an entity costs
         nothing) or ``"counted"`` (chunk → entity → chunk is one hop, entity → entity one hop).
+    fan_out, max_candidates
+        The neighbours read per node (upstream: 64) and the candidates collected per run (512);
+        each cut is a warning in the trace.
+    id
+        The step's name in traces (two expansions in one recipe need distinct ids).
 
     Examples
     --------
@@ -257,6 +267,9 @@ def expand_relations(*, types: list[str] | None = None, direction: Literal["out"
     expand_relations(types=['mentions', 'related'], direction='both', depth=1, limit=8, seeds=['hits', 'query'])
     >>> expand_relations(limit=2, ranking="upstream")
     expand_relations(direction='both', depth=1, limit=2, seeds=['hits', 'query'], ranking='upstream')
+    >>> expand_relations(fan_out=16, id="wide")
+    expand_relations(direction='both', depth=1, limit=20, seeds=['hits', 'query'], fan_out=16, id='wide')
     """
     return ExpandRelationsStep(types=types, direction=direction, depth=depth, limit=limit, seeds=seeds,
-                               ranking=ranking, entity_hops=entity_hops)
+                               ranking=ranking, entity_hops=entity_hops, fan_out=fan_out,
+                               max_candidates=max_candidates, id=id)

@@ -53,14 +53,15 @@ class Rating:
 
 @dataclass(frozen=True)
 class AdaptiveTrace:
-    threshold: int
+    threshold: float
     visited: tuple[Rating, ...]
     skipped: tuple[Rating, ...]
     rating_calls: int
 
 
-def descend(units: list[Unit], rate: Any, *, max_calls: int, leaves: bool = True) -> tuple[set[str], AdaptiveTrace, list[dict]]:
-    """Model-rated descent from the roots: rate children, descend into those rated >= 50.
+def descend(units: list[Unit], rate: Any, *, max_calls: int = MAX_CALLS, threshold: float = THRESHOLD,
+            leaves: bool = True) -> tuple[set[str], AdaptiveTrace, list[dict]]:
+    """Model-rated descent from the roots: rate children, descend into those rated >= ``threshold``.
 
     ``rate(batch_units) -> {community_id: rating}`` makes one call per batch. With ``leaves=False``
     (overview, which never maps leaves) leaves are not rated. Returns the visited community ids,
@@ -100,11 +101,11 @@ def descend(units: list[Unit], rate: Any, *, max_calls: int, leaves: bool = True
                     skipped.append(Rating(u.community_id, u.level, None, "skipped"))
                 continue
             score = float(ratings[u.community_id])
-            if score >= THRESHOLD:
+            if score >= threshold:
                 visited.append(Rating(u.community_id, u.level, score, "visited"))
                 nxt += by_parent.get(u.community_id, [])
             else:
                 skipped.append(Rating(u.community_id, u.level, score, "skipped"))
         frontier = sorted(nxt, key=lambda u: (u.level, u.community_id))
-    trace = AdaptiveTrace(THRESHOLD, tuple(visited), tuple(skipped), calls)
+    trace = AdaptiveTrace(threshold, tuple(visited), tuple(skipped), calls)
     return {r.community_id for r in visited}, trace, truncations

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ...errors import ParameterError, RetrievalRunError
-from ...validation import check_int
-from ..base import Step
+from ...validation import MODEL_TASKS, check_int, check_name, check_number
+from ..base import Step, changed
 from ..trace import KnowledgeTrace
 from ..types import StepContext, StepInput, StepOutput
 from .descent import MAX_CALLS, THRESHOLD, AdaptiveTrace, Batch, descend, pack
@@ -64,26 +64,32 @@ class GlobalSearchStep(Step):
     scan: Literal["all", "adaptive"] = "all"
     detail: Literal["auto", "overview", "detailed"] = "auto"
     limit: int = 20
+    threshold: float = THRESHOLD
+    max_calls: int = MAX_CALLS
     id: str = "global-search"
     kind: str = "global-search"
     phase: tuple[str, str] = ("queries", "hits")
     needs_model: bool = True
     factory = "global_search"
+    #: parameters beyond the core four, with upstream's values; repr and to_dict() show them when changed
+    DEFAULTS = {"threshold": THRESHOLD, "max_calls": MAX_CALLS, "id": "global-search"}
 
     def __post_init__(self) -> None:
         owner = "global_search()"
-        from ...community.config import MODEL_METHODS
-
-        if self.model is None or not all(callable(getattr(self.model, m, None)) for m in MODEL_METHODS):
+        if self.model is None or not all(callable(getattr(self.model, m, None)) for m in MODEL_TASKS):
             raise ParameterError(owner, "model", "a knowledge model (e.g. crux_nb.models.OfflineModel())", self.model)
         if not isinstance(self.scan, str) or self.scan not in ("all", "adaptive"):
             raise ParameterError(owner, "scan", "'all' or 'adaptive'", self.scan)
         if not isinstance(self.detail, str) or self.detail not in ("auto", "overview", "detailed"):
             raise ParameterError(owner, "detail", "'auto', 'overview' or 'detailed'", self.detail)
         object.__setattr__(self, "limit", check_int(owner, "limit", self.limit, minimum=1))
+        check_number(owner, "threshold", self.threshold, minimum=0, maximum=100)
+        object.__setattr__(self, "max_calls", check_int(owner, "max_calls", self.max_calls, minimum=0))
+        check_name(owner, "id", self.id)
 
     def config(self) -> dict[str, Any]:
-        return {"model": self.model.name, "scan": self.scan, "detail": self.detail, "limit": self.limit}
+        return {"model": self.model.name, "scan": self.scan, "detail": self.detail, "limit": self.limit,
+                **changed(self, self.DEFAULTS)}
 
     # ----------------------------------------------------------------- plan
     def select(self, context: StepContext, query: str, *, wait: bool, rate: Any = None) -> Selection:
@@ -97,8 +103,8 @@ class GlobalSearchStep(Step):
         available = select_detail(list(freshness.units), detail)
         adaptive, truncations = None, ()
         if self.scan == "adaptive" and rate is not None:
-            visited, adaptive, cut = descend(list(freshness.units), rate, max_calls=MAX_CALLS,
-                                             leaves=detail == "detailed")
+            visited, adaptive, cut = descend(list(freshness.units), rate, max_calls=self.max_calls,
+                                             threshold=self.threshold, leaves=detail == "detailed")
             selected = [u for u in available if u.community_id in visited]
             truncations = tuple(cut)
         else:
@@ -136,7 +142,7 @@ class GlobalSearchStep(Step):
         sel = self.select(context, query, wait=True, rate=rate)
         preflight = Preflight(len(sel.selected), len(sel.batches), sum(b.input_chars for b in sel.batches),
                               len(sel.batches), sel.freshness.coverage, sel.detail, self.scan)
-        _admit(context, preflight)
+        _admit(context, preflight, self.max_calls)
         outputs = self._map(query, sel.batches, log, context.concurrency, context.executor)
         cands = [c for out in outputs for c in candidates(out)]
         cited: dict[str, tuple[str, ...]] = {}
@@ -152,7 +158,7 @@ class GlobalSearchStep(Step):
         warnings = ()
         if self.scan == "adaptive" and sel.available and not sel.selected:
             warnings = (f"global_search adaptive scan selected none of {len(sel.available)} {sel.detail} reports "
-                        f"(no community on the way down was rated {THRESHOLD} or more).",)
+                        f"(no community on the way down was rated {self.threshold} or more).",)
         return StepOutput(hits=tuple(hits), knowledge=trace, details=details, warnings=warnings)
 
     def _map(self, query: str, batches: tuple[Batch, ...], log: Any, concurrency: int, executor: Any) -> list[dict]:
@@ -177,26 +183,50 @@ def _view(context: StepContext) -> dict | None:
     return None if view[0] is None else {"id": view[0], "view_revision": view[1]}
 
 
-def _admit(context: StepContext, preflight: Preflight) -> None:
+def _admit(context: StepContext, preflight: Preflight, max_calls: int) -> None:
     admit = context.request.admit
     if admit is not None:
         if admit(preflight.to_dict()) is False:
             raise RetrievalRunError("global_search() was rejected by the request admission hook before map calls.",
                                     code="admission_rejected")
         return
-    if preflight.calls > MAX_CALLS:
+    if preflight.calls > max_calls:
         raise RetrievalRunError(
             f"global_search() estimated {preflight.calls} map calls for {preflight.reports} reports, above the "
-            f"{MAX_CALLS} call ceiling. Remedies: use detail='overview', use scan='adaptive', or search a narrower view.",
+            f"{max_calls} call ceiling. Remedies: use detail='overview', use scan='adaptive', or search a narrower view.",
             code="call_ceiling", hint="or pass admit=lambda estimate: True to accept the cost.")
 
 
 def global_search(*, model: Any, scan: Literal["all", "adaptive"] = "all",
-                  detail: Literal["auto", "overview", "detailed"] = "auto", limit: int = 20) -> GlobalSearchStep:
+                  detail: Literal["auto", "overview", "detailed"] = "auto", limit: int = 20,
+                  threshold: float = THRESHOLD, max_calls: int = MAX_CALLS, id: str = "global-search") -> GlobalSearchStep:
     """Map community reports to finding hits for a question about the whole corpus (or a view).
 
+    Parameters
+    ----------
+    model : KnowledgeModel
+        Rates communities (adaptive scan) and maps report batches to findings.
+    scan : {"all", "adaptive"}
+        Map every report of the chosen detail, or descend from the root into communities the model
+        rates at or above ``threshold``.
+    detail : {"auto", "overview", "detailed"}
+        Parent reports, leaf reports, or a choice from the query and the hierarchy.
+    limit : int
+        Finding hits returned.
+    threshold : float
+        Adaptive scan: the rating (0-100) a community needs to be descended into (upstream: 50).
+    max_calls : int
+        Ceiling on map calls before a run needs ``admit=``, and on rating calls of one descent (32).
+    id : str
+        The step id in traces (default ``"global-search"``).
+
+    Examples
+    --------
     >>> from crux_nb.models import OfflineModel
     >>> global_search(model=OfflineModel(), scan="adaptive", limit=12)
     global_search(model='offline', scan='adaptive', detail='auto', limit=12)
+    >>> global_search(model=OfflineModel(), scan="adaptive", threshold=60).to_dict()["config"]["threshold"]
+    60
     """
-    return GlobalSearchStep(model=model, scan=scan, detail=detail, limit=limit)
+    return GlobalSearchStep(model=model, scan=scan, detail=detail, limit=limit, threshold=threshold,
+                            max_calls=max_calls, id=id)

@@ -10,8 +10,8 @@ import numpy as np
 from ...errors import ParameterError
 from ...graph.hydrate import chunk_hit
 from ...hits import Provenance, SourceScore
-from ...validation import check_int
-from ..base import Step
+from ...validation import check_int, check_name
+from ..base import Step, changed
 from ..filters import filter_mask
 from ..types import CHUNK_RELEVANCE, StepContext, StepInput, StepOutput
 from .lexical import BM25Leg, Leg, ranked, rrf
@@ -32,6 +32,7 @@ class RetrieveStep(Step):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "limit", check_int("retrieve()", "limit", self.limit, minimum=1))
+        check_name("retrieve()", "id", self.id)
         legs = tuple(self.legs) if hasattr(self.legs, "__iter__") and not isinstance(self.legs, (str, bytes)) else ()
         if not legs or not all(isinstance(leg, Leg) for leg in legs):
             raise ParameterError("retrieve()", "legs", "a non-empty sequence of retrieval legs (id + scores())", self.legs)
@@ -43,7 +44,7 @@ class RetrieveStep(Step):
         config: dict[str, Any] = {"limit": self.limit}
         if [leg.id for leg in self.legs] != ["bm25"]:
             config["legs"] = [leg.id for leg in self.legs]
-        return config
+        return {**config, **changed(self, {"id": "retrieve"})}
 
     def run(self, input: StepInput, context: StepContext) -> StepOutput:
         state = context.state
@@ -113,10 +114,25 @@ def _with_provenance(hit, provenance):
     return replace(hit, provenance=provenance)
 
 
-def retrieve(*, limit: int = 10, legs: tuple[Leg, ...] | None = None) -> RetrieveStep:
-    """The ``retrieve`` producer step: the top ``limit`` chunks for the query by BM25.
+def retrieve(*, limit: int = 10, legs: tuple[Leg, ...] | None = None, id: str = "retrieve") -> RetrieveStep:
+    """The ``retrieve`` producer step: the top ``limit`` chunks for the query by BM25 (and any other legs).
 
+    Parameters
+    ----------
+    limit : int
+        Hits returned (at least 1).
+    legs : sequence of Leg, optional
+        Retrieval legs fused by reciprocal rank (default: one BM25 leg).
+    id : str
+        The step id in traces (default ``"retrieve"``).
+
+    Examples
+    --------
     >>> retrieve(limit=5)
     retrieve(limit=5)
+    >>> retrieve(id="lexical").to_dict()["id"]
+    'lexical'
     """
-    return RetrieveStep(limit=limit) if legs is None else RetrieveStep(limit=limit, legs=legs)
+    if legs is None:
+        return RetrieveStep(limit=limit, id=id)
+    return RetrieveStep(limit=limit, legs=legs, id=id)
