@@ -32,6 +32,7 @@ BENCHMARKS = [
     ("neighbors() and 2-hop traversal vs igraph and networkx", "neighbors.py", "neighbors"),
     ("expand_relations latency vs networkx", "expand_latency.py", "expand_latency"),
     ("retrieval quality with expansion (Christmas Carol)", "expand_quality.py", "expand_quality"),
+    ("multi-hop retrieval: BM25 vs BM25 + expand (MuSiQue, HotpotQA, 2Wiki)", "multihop.py", "multihop"),
     ("hierarchical clustering vs graspologic-native", "clustering.py", "clustering"),
     ("extraction recall and report grounding", "models_quality.py", "models_quality"),
     ("global search: scan all vs adaptive (Christmas Carol)", "global_search.py", "global_search"),

@@ -40,7 +40,8 @@ def graph_kb(**names):
 
 
 def run(kb, *steps, query="release planning"):
-    steps = steps or (retrieve(limit=2), expand_relations(types=["mentions", "related"], depth=2, seeds=["hits"]))
+    steps = steps or (retrieve(limit=2), expand_relations(types=["mentions", "related"], depth=2, seeds=["hits"],
+                                                          ranking="upstream"))
     return kb.recipe(steps=list(steps)).retrieve_with_trace(query)
 
 
@@ -183,7 +184,8 @@ def test_svg_layout_is_layered(result):
 def test_to_frame(view):
     frame = view.to_frame()
     assert list(frame.columns) == ["position", "key", "ref", "seed", "path", "edges", "hops", "distance", "score",
-                                   "supports", "content"]
+                                   "supports", "content", "reason"]
+    assert frame["reason"].tolist() == [""] * 4  # upstream records no reason
     assert frame["key"].tolist() == KEYS and frame["path"].tolist() == PATHS
     assert frame["distance"].tolist() == [0, 0, 1, 2] and frame["hops"].tolist() == [2, 2, 3, 4]
     assert frame["edges"].iloc[3] == "mentions > mentions > related > related"
@@ -267,7 +269,7 @@ def test_every_user_string_is_escaped():
     assert "men&lt;u&gt;tions" in html and "chunk:q&quot;s:c&lt;i&gt;" in html
     assert "&lt;img src=x" in view.graph.value  # the entity's name, as text
     # labels in the Select are plain text (ipywidgets sets textContent)
-    assert view.hit_select.options[0][0] == '1. chunk:q"s:c<i>  (d=0)'
+    assert view.hit_select.options[0][0] == '1. chunk:q"s:c<i>  (d=1)'
 
 
 # ------------------------------------------------------------------------------------ inputs and errors
@@ -327,3 +329,33 @@ def test_no_added_hits_and_several_expansion_steps(kb):
     assert ExpansionView(twice).step_id == "expand-relations"
     again = ExpansionView(twice, step="expand-again")
     assert again.step_id == "expand-again" and all(x.edges == ("related",) for x in again.expansions)
+
+
+# ------------------------------------------------------------------------------------ relevance reasons
+def test_relevance_reason_is_shown_per_hit_and_hits_sort_by_score(kb):
+    result = run(kb, retrieve(limit=2), expand_relations(types=["mentions", "related"], depth=2, seeds=["hits"]))
+    view = ExpansionView(result, kb=kb)
+    scores = [x.score for x in view.visible]
+    assert scores == sorted(scores, reverse=True) and all(x.reason is not None for x in view.expansions)
+    first = view.visible[0]
+    assert first.reason.entities and first.reason.score == first.score
+    name, weight = view._data.label(first.reason.entities[0][0]), first.reason.entities[0][1]
+    cells = re.findall(r'<td class="crux-reason">(.*?)</td>', view.paths.value)
+    assert len(cells) == len(view.visible)
+    assert name in cells[0] and f"1/{round(1 / weight)}" in cells[0] and "relevance" in cells[0]
+    assert "why" in view.detail.value and f"graph {first.reason.graph:.4f}" in view.detail.value
+    assert view.to_frame()["reason"].iloc[0].startswith("graph ")
+    assert on_edges(view.graph.value)  # the selected hit's path is still highlighted
+    upstream = ExpansionView(run(kb), kb=kb)
+    assert "upstream order" in upstream.paths.value and "why" not in upstream.detail.value
+
+
+def test_reasons_survive_a_saved_trace(kb):
+    result = run(kb, retrieve(limit=2), expand_relations(types=["mentions"], seeds=["hits"]))
+    records = result.trace.steps[1].details["expansions"]
+    from crux_nb.widgets._expansion_data import _record
+    plain = {"key": records[0].key, "ref": records[0].ref, "seed": records[0].seed, "path": list(records[0].path),
+             "edges": list(records[0].edges), "distance": records[0].distance, "score": records[0].score,
+             "position": records[0].position, "supports": list(records[0].supports),
+             "reason": records[0].reason.to_dict()}
+    assert _record(plain) == records[0]

@@ -85,6 +85,22 @@ class GraphReader:
     def _adjacency(self) -> AdjacencyIndex:
         return AdjacencyIndex(self._state.edges, self._state.edge_evidence)
 
+    @cached_property
+    def traversal_index(self):
+        """Every node's neighbour list as one CSR, for vectorised traversals (built on first use).
+
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="guide")
+        >>> kb.add_text("guide", "The first part is about planning.\\n\\nThe second part is about launching.",
+        ...             format="text", chunk_size=50)
+        >>> index = kb.reader.traversal_index
+        >>> index.refs.tolist()
+        ['chunk:guide:c0000', 'chunk:guide:c0001', 'document:guide']
+        """
+        from .frontier import TraversalIndex
+
+        return TraversalIndex(self._state, self._adjacency)
+
     def _decode(self, encoded: str) -> KnowledgeRef:
         ref = self._decoded.get(encoded)
         if ref is None:

@@ -103,4 +103,10 @@ class StepContext:
     concurrency: int = 4
     members: frozenset[str] | None = None
     executor: Any = None  # a concurrent.futures executor or dask.distributed.Client for model calls
+    # per-run scratch shared by the steps of one run (a fresh dict per request): ``retrieve`` leaves the
+    # query's per-chunk relevance under CHUNK_RELEVANCE for ``expand_relations`` to reuse
     extras: Mapping[str, Any] = field(default_factory=dict)
+
+
+#: ``context.extras`` key: the query's relevance per chunk row of the state (0..1, best = 1), from ``retrieve``
+CHUNK_RELEVANCE = "chunk_relevance"

@@ -15,14 +15,15 @@ import pandas as pd
 
 from ..errors import ParameterError
 from ..refs import decode_ref
-from ..retrieval.expand.step import Expansion
+from ..retrieval.expand.step import Expansion, ExpansionReason
 from ..hits import EvidenceHit, hit_key
 
-__all__ = ["ExpansionData", "expansion_data", "path_text", "ARROW_LEFT", "ARROW_RIGHT", "FRAME_COLUMNS"]
+__all__ = ["ExpansionData", "expansion_data", "path_text", "reason_text", "ARROW_LEFT", "ARROW_RIGHT", "FRAME_COLUMNS"]
 
 STEP_ID = "expand-relations"
 ARROW_LEFT, ARROW_RIGHT = "—", "→"
-FRAME_COLUMNS = ["position", "key", "ref", "seed", "path", "edges", "hops", "distance", "score", "supports", "content"]
+FRAME_COLUMNS = ["position", "key", "ref", "seed", "path", "edges", "hops", "distance", "score", "supports", "content",
+                 "reason"]
 _FIELDS = ("key", "ref", "seed", "path", "edges", "distance", "score", "position", "supports")
 
 
@@ -35,6 +36,25 @@ def path_text(path: Iterable[str], edges: Iterable[str]) -> str:
     return " ".join(parts)
 
 
+def reason_text(reason: ExpansionReason | None, label: Any = str) -> str:
+    """``graph 0.7000 x (1 + relevance 0.35) = 0.9450 via Scrooge (1/4)``; empty without a reason (upstream)."""
+    if reason is None:
+        return ""
+    via = ", ".join(f"{label(ref)} (1/{round(1 / w):d})" if w > 0 else label(ref) for ref, w in reason.entities)
+    text = f"graph {reason.graph:.4f} x (1 + relevance {reason.relevance:.2f}) = {reason.score:.4f}"
+    return text + (f" via {via}" if via else "")
+
+
+def _reason(value: Any) -> ExpansionReason | None:
+    if value is None or isinstance(value, ExpansionReason):
+        return value
+    if isinstance(value, Mapping):
+        return ExpansionReason(entities=tuple((str(r), float(w)) for r, w in value.get("entities", ())),
+                               graph=float(value["graph"]), relevance=float(value["relevance"]),
+                               score=float(value["score"]))
+    raise ParameterError("ExpansionView()", "result", "expansion reasons as recorded by expand_relations()", value)
+
+
 def _record(value: Any) -> Expansion:
     """An :class:`Expansion`, also from its plain-dict form (a trace saved with ``to_dict()``)."""
     if isinstance(value, Expansion):
@@ -43,7 +63,8 @@ def _record(value: Any) -> Expansion:
         return Expansion(key=str(value["key"]), ref=str(value["ref"]), seed=str(value["seed"]),
                          path=tuple(map(str, value["path"])), edges=tuple(map(str, value["edges"])),
                          distance=int(value["distance"]), score=float(value["score"]),
-                         position=int(value["position"]), supports=tuple(map(str, value["supports"])))
+                         position=int(value["position"]), supports=tuple(map(str, value["supports"])),
+                         reason=_reason(value.get("reason")))
     raise ParameterError("ExpansionView()", "result", "a result whose expand_relations() details hold Expansion "
                          "records", value)
 
@@ -80,11 +101,12 @@ class ExpansionData:
         return None
 
     def visible(self, types: Iterable[str] | None = None, max_distance: int | None = None) -> tuple[Expansion, ...]:
-        """The added hits whose whole path uses only ``types`` and whose distance is at most ``max_distance``."""
+        """The added hits whose whole path uses only ``types`` and whose distance is at most ``max_distance``,
+        best score first (step order among equal scores)."""
         allowed = None if types is None else set(types)
-        return tuple(x for x in self.expansions
-                     if (allowed is None or set(x.edges) <= allowed)
-                     and (max_distance is None or x.distance <= max_distance))
+        kept = [x for x in self.expansions
+                if (allowed is None or set(x.edges) <= allowed) and (max_distance is None or x.distance <= max_distance)]
+        return tuple(sorted(kept, key=lambda x: -x.score))
 
     def label(self, ref: str) -> str:
         """A short node label: the entity's name, or the ref without its kind."""
@@ -99,13 +121,13 @@ class ExpansionData:
         rows = [{"position": x.position, "key": x.key, "ref": x.ref, "seed": x.seed,
                  "path": path_text(x.path, x.edges), "edges": " > ".join(x.edges), "hops": len(x.edges),
                  "distance": x.distance, "score": x.score, "supports": " ".join(x.supports),
-                 "content": self.contents.get(x.key)}
+                 "content": self.contents.get(x.key), "reason": reason_text(x.reason, self.label)}
                 for x in (self.expansions if expansions is None else expansions)]
         frame = pd.DataFrame(rows, columns=FRAME_COLUMNS)
         for column in ("position", "hops", "distance"):
             frame[column] = frame[column].astype("int64")
         frame["score"] = frame["score"].astype("float64")
-        for column in ("key", "ref", "seed", "path", "edges", "supports", "content"):
+        for column in ("key", "ref", "seed", "path", "edges", "supports", "content", "reason"):
             frame[column] = frame[column].astype("str")
         return frame
 

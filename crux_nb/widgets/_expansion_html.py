@@ -12,7 +12,7 @@ from typing import Any, Iterable
 
 from ..display.html import STYLE, clip, esc
 from ..retrieval.expand.step import Expansion
-from ._expansion_data import ARROW_LEFT, ARROW_RIGHT, ExpansionData
+from ._expansion_data import ARROW_LEFT, ARROW_RIGHT, ExpansionData, reason_text
 
 __all__ = ["EXPANSION_STYLE", "expansion_svg", "paths_html", "detail_html", "header_html", "static_html"]
 
@@ -189,6 +189,17 @@ def _path_cell(x: Expansion) -> str:
     return f'<span class="crux-path">{" ".join(parts)}</span>'
 
 
+def _reason_cell(data: ExpansionData, x: Expansion) -> str:
+    """Why the relevance ranking placed the hit: the entities on its path with their weights, the score parts."""
+    if x.reason is None:
+        return '<span class="crux-muted">upstream order</span>'
+    r = x.reason
+    via = " ".join(f'<span class="crux-ref" title="{esc(ref)}">{esc(clip(data.label(ref), 24))}</span> '
+                   f'<span class="crux-muted">1/{round(1 / w):d}</span>' if w > 0 else esc(ref) for ref, w in r.entities)
+    parts = (f'<span class="crux-score-parts">graph {r.graph:.4f} × (1 + relevance {r.relevance:.2f})</span>')
+    return (f'<div class="crux-reason-via">{via}</div>' if via else "") + parts
+
+
 def paths_html(data: ExpansionData, shown: Iterable[Expansion], selected: Expansion | None = None) -> str:
     """The table of shown paths, one ``crux-hit-row`` per added hit."""
     shown = tuple(shown)
@@ -202,8 +213,10 @@ def paths_html(data: ExpansionData, shown: Iterable[Expansion], selected: Expans
                     f'<td class="crux-hit">{esc(x.ref)}</td><td class="crux-seed">{esc(x.seed)}</td>'
                     f'<td>{_path_cell(x)}</td><td class="crux-distance">{x.distance}</td>'
                     f'<td class="crux-score">{x.score:.4f}</td>'
+                    f'<td class="crux-reason">{_reason_cell(data, x)}</td>'
                     f'<td class="crux-content">{esc(clip(data.contents.get(x.key, ""), 80))}</td></tr>')
-    head = "".join(f"<th>{h}</th>" for h in ("#", "added hit", "seed", "path", "distance", "score", "content"))
+    head = "".join(f"<th>{h}</th>" for h in ("#", "added hit", "seed", "path", "distance", "score", "reason",
+                                              "content"))
     return (f'<div class="crux crux-expansion-part crux-paths"><table class="crux-table crux-path-table">'
             f'<thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
 
@@ -217,6 +230,8 @@ def detail_html(data: ExpansionData, selected: Expansion | None) -> str:
     rows = [("hit", esc(x.key)), ("seed", esc(x.seed)), ("path", _path_cell(x)),
             ("distance", str(x.distance)), ("score", f"{x.score:.4f}"),
             ("supports", esc(", ".join(x.supports)))]
+    if x.reason is not None:
+        rows.insert(5, ("why", esc(reason_text(x.reason, data.label))))
     if text is not None:
         rows.append(("text", f'<div class="crux-text">{esc(clip(text, 600))}</div>'))
     body = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)

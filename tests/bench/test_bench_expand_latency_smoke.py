@@ -1,5 +1,6 @@
-"""Smoke test for ``bench/expand_latency.py``: the ``--small`` run finishes, checks its results against the
-networkx implementation of the same traversal (it asserts equality on every run), and prints a full table."""
+"""Smoke test for ``bench/expand_latency.py``: the ``--small`` run finishes, checks its upstream-ranking results
+against the networkx implementation of the same traversal (it asserts equality on every run), and prints both
+tables: the defaults (retrieve + expand against networkx's 2-hop reach, the targets) and the exactness cells."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from bench_summary import by_measure, load_summary, summary_problems
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def rows(text: str) -> list[list[str]]:
-    lines = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| entity hops")]
+def rows(text: str, section: str = "## Exactness") -> list[list[str]]:
+    body = text.split(section, 1)[1].split("\n## ", 1)[0] if section in text else text
+    lines = [line for line in body.splitlines() if line.startswith("| ") and not line.startswith(("| entity hops",
+                                                                                                  "| ranking"))]
     return [[c.strip() for c in line.strip("|").split("|")] for line in lines if not set(line) <= set("|-: ")]
 
 
@@ -31,24 +34,23 @@ def test_small_run_prints_every_row_with_numbers(tmp_path):
         for cell in r[3:6]:
             assert float(cell) >= 0
         assert re.fullmatch(r"\d+(\.\d+)?x", r[6])
-    assert [r[7] for r in table if (r[1], r[2]) == ("2", "10")] and all(
-        r[7] in ("pass", "miss") for r in table if (r[1], r[2]) == ("2", "10"))
     assert re.search(r"checked equal to the networkx implementation \((\d+) checks\)", done.stdout)
 
-    # the summary: both targets of the depth-2 / 10-seed rows, per entity-hop rule, agreeing with the table
+    # the defaults table and the summary: both targets per ranking, agreeing with the table
+    defaults = rows(done.stdout, "## Defaults")
+    assert [r[0] for r in defaults] == ["relevance [default]", "upstream"]
     summary = load_summary(out)
     assert summary_problems(summary, "expand_latency") == []
     got = by_measure(summary)
-    for r in table:
-        if (r[1], r[2]) != ("2", "10"):
-            continue
-        name = f"expand_relations depth 2, 10 seeds, entity_hops={r[0]}"
+    for r in defaults:
+        name = f"retrieve(10) + expand_relations(depth 2, ranking={r[0].split()[0]})"
         p95, p50 = got[f"{name} - p95 (ms)"], got[f"{name} - p50 (ms)"]
         assert (p95["target"], p95["baseline"]) == ("ours < 20", None)
-        assert p50["baseline_name"] == "networkx (same traversal)" and p50["target"].startswith("ratio <= 0.1")
-        assert abs(p95["ours"] - float(r[4])) <= 0.006 and abs(p50["ours"] - float(r[3])) <= 0.006
-        assert abs(p50["baseline"] - float(r[5])) <= 0.006
-        assert r[7] == ("pass" if p95["verdict"] == p50["verdict"] == "pass" else "miss")
+        assert p50["baseline_name"] == "networkx 2-hop reach from the same seeds"
+        assert p50["target"].startswith("ratio <= 0.1")
+        assert abs(p95["ours"] - float(r[2])) <= 0.006 and abs(p50["ours"] - float(r[1])) <= 0.006
+        assert abs(p50["baseline"] - float(r[3])) <= 0.006
+        assert r[5] == ("pass" if p95["verdict"] == p50["verdict"] == "pass" else "miss")
     assert len(summary) == 4
 
 

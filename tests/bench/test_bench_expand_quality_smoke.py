@@ -26,7 +26,7 @@ SHARED_DATA = ROOT.parent / "shared" / "data"
 BOOK = SHARED_DATA / "christmas-carol" / "a-christmas-carol.txt"
 
 COLUMNS = ["config", "Recall@5", "Recall@10", "mean latency (ms)"]
-SMALL_CONFIGS = ("retrieve(10)", "retrieve(5) + expand(mentions,related; d1; 5) [default]")
+SMALL_CONFIGS = ("retrieve(10)", "retrieve(5) + expand(5) [default]")
 SMALL_IDS = ["d01", "c01", "m01", "d02", "c02", "m02"]
 
 pytestmark = pytest.mark.shared_data

@@ -32,7 +32,8 @@ kb.add_edges(pd.DataFrame([{"from_ref": a, "to_ref": b, "type": t, "evidence": [
     ("chunk:plan:c2", "entity:priya", "mentions"), ("chunk:team:c1", "entity:priya", "mentions"),
     ("chunk:team:c1", "chunk:ops:c1", "related"), ("chunk:ops:c1", "chunk:oncall:c1", "related"),
 ]]))
-recipe = kb.recipe(steps=[retrieve(limit=2), expand_relations(types=["mentions", "related"], depth=2, seeds=["hits"])])
+recipe = kb.recipe(steps=[retrieve(limit=2), expand_relations(types=["mentions", "related"], depth=2, seeds=["hits"],
+                                                             ranking="upstream")])
 result = recipe.retrieve_with_trace("release planning")
 '''
 
@@ -92,6 +93,7 @@ def test_paths_render(lab_page, expected, jupyter_lab):
     assert texts[3] == ("chunk:plan:c2 —mentions→ entity:priya —mentions→ chunk:team:c1 —related→ chunk:ops:c1 "
                         "—related→ chunk:oncall:c1")
     assert view.locator(".crux-hit-row .crux-distance").all_inner_texts() == ["0", "0", "1", "2"]
+    assert view.locator(".crux-hit-row .crux-reason").all_inner_texts() == ["upstream order"] * 4
     # the drawing: every node; the path of the hit selected in the kernel highlighted
     assert view.locator("svg.crux-expansion-svg .crux-node").count() == 8
     assert view.locator("svg .crux-node-entity text").all_text_contents() == ["Beacon 3.0", "Priya Raman"]

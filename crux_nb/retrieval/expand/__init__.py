@@ -1,5 +1,5 @@
 """The ``expand_relations`` hit step (``step``) and query-entity matching (``entity_match``)."""
 
-from .step import Expansion, ExpandRelationsStep, expand_relations
+from .step import Expansion, ExpansionReason, ExpandRelationsStep, expand_relations
 
-__all__ = ["Expansion", "ExpandRelationsStep", "expand_relations"]
+__all__ = ["Expansion", "ExpansionReason", "ExpandRelationsStep", "expand_relations"]

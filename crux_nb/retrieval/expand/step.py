@@ -1,47 +1,66 @@
 """``expand_relations``: add evidence hits reached through the knowledge graph.
 
-Upstream's algorithm (section 3.3), kept exactly: a breadth-first traversal per
-seed, hops to or from an entity cost nothing, candidates ordered by (distance,
-seed rank, support size desc, ref, discovery), scores
-``1/(60 + position) + 1/(60 + seed rank + 1)``, at most 64 neighbours per read
-and 512 candidates per run, incoming hits kept in order and unchanged.
+Two rankings over one vectorised traversal (``crux_nb.graph.frontier``: upstream's per-seed
+breadth-first search, a generation at a time over CSR arrays), at most 64 neighbours per read and
+512 candidates per run, incoming hits kept in order and unchanged:
 
-Beyond upstream, ``"query"`` seeds work: entity names and aliases found in the
-query (case- and whitespace-normalised, longest match first) seed after the hits.
+* ``ranking="relevance"`` (the default): entity hops are counted (chunk → entity → chunk is one
+  hop); every path carries its seed's weight ``1/(seed rank + 1)``, divided at each entity (or
+  section, document) it passes by the number of chunks adjacent to that node -- HippoRAG's node
+  specificity, so a rare entity is a strong link and a hub is noise. A candidate's graph score is
+  the sum over its paths; its score is ``graph × (1 + relevance)``, relevance being the query's
+  score for the chunk from the ``retrieve`` step of the same run, scaled to 0..1 (0 without one).
+  Ordered by (score desc, distance, seed rank, ref).
+* ``ranking="upstream"``: upstream's algorithm (section 3.3) exactly: free entity hops, order
+  (distance, seed rank, support size desc, ref, discovery), score
+  ``1/(60 + position) + 1/(60 + seed rank + 1)``.
+
+``"query"`` seeds work (beyond upstream): entity names and aliases found in the query
+(case- and whitespace-normalised, longest match first) seed after the hits.
 """
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+import numpy as np
+
 from ...errors import ParameterError, RetrievalRunError
-from ...refs import ChunkRef, KnowledgeRef, encode_ref
-from .entity_match import match_entities
+from ...graph.frontier import KIND_CHUNK, traverse
 from ...hits import EvidenceHit, FindingHit, GraphProvenance, Provenance, hit_key
-from ..trace import KnowledgeTrace
+from ...refs import ChunkRef, KnowledgeRef, encode_ref
 from ...validation import check_int, check_name
 from ..base import Step, changed
 from ..retriever.lexical import RRF_K
-from ..types import StepContext, StepInput, StepOutput
+from ..trace import KnowledgeTrace
+from ..types import CHUNK_RELEVANCE, StepContext, StepInput, StepOutput
+from .entity_match import match_entities
 
-__all__ = ["ExpandRelationsStep", "expand_relations", "FAN_OUT", "MAX_CANDIDATES", "RRF_K"]
+__all__ = ["ExpandRelationsStep", "expand_relations", "Expansion", "ExpansionReason", "FAN_OUT", "MAX_CANDIDATES",
+           "RRF_K", "RANKINGS", "RELEVANCE_KEY"]
 
 FAN_OUT = 64
 MAX_CANDIDATES = 512
 SEED_KINDS = ("hits", "query")
+RANKINGS = ("relevance", "upstream")
+RELEVANCE_KEY = CHUNK_RELEVANCE
 COVERAGE_BASIS = "visible graph neighbors from the bound knowledge reader"
 
 
-@dataclass
-class _Candidate:
-    distance: int
-    seed_rank: int
-    support: set[str]
-    path: tuple[str, ...]
-    edges: tuple[str, ...]
-    discovery: int
+@dataclass(frozen=True)
+class ExpansionReason:
+    """Why the relevance ranking placed a hit: the waypoints on its path with their specificity
+    (``1/|chunks adjacent|``) and the parts of its score (``score = graph * (1 + relevance)``)."""
+
+    entities: tuple[tuple[str, float], ...]
+    graph: float
+    relevance: float
+    score: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"entities": [[r, w] for r, w in self.entities], "graph": self.graph, "relevance": self.relevance,
+                "score": self.score}
 
 
 @dataclass(frozen=True)
@@ -57,6 +76,7 @@ class Expansion:
     score: float
     position: int
     supports: tuple[str, ...]
+    reason: ExpansionReason | None = None  # the relevance ranking's reason; None under "upstream"
 
 
 @dataclass(frozen=True, repr=False)
@@ -66,15 +86,17 @@ class ExpandRelationsStep(Step):
     depth: int = 1
     limit: int = 20
     seeds: tuple[str, ...] = SEED_KINDS
-    entity_hops: Literal["free", "counted"] = "free"
+    ranking: Literal["relevance", "upstream"] = "relevance"
+    entity_hops: Literal["free", "counted"] | None = None  # None: the ranking's rule (counted / free)
     fan_out: int = FAN_OUT
     max_candidates: int = MAX_CANDIDATES
     id: str = "expand-relations"
     kind: str = "custom"
     phase: tuple[str, str] = ("hits", "hits")
     factory = "expand_relations"
-    #: parameters shown by repr and to_dict() only when changed (upstream's values)
-    DEFAULTS = {"entity_hops": "free", "fan_out": FAN_OUT, "max_candidates": MAX_CANDIDATES, "id": "expand-relations"}
+    #: parameters shown by repr and to_dict() only when changed
+    DEFAULTS = {"ranking": "relevance", "entity_hops": None, "fan_out": FAN_OUT, "max_candidates": MAX_CANDIDATES,
+                "id": "expand-relations"}
 
     def __post_init__(self) -> None:
         owner = "expand_relations()"
@@ -95,11 +117,19 @@ class ExpandRelationsStep(Step):
         if not all(isinstance(s, str) and s in SEED_KINDS for s in seeds):
             raise ParameterError(owner, "seeds", "a list drawn from 'hits', 'query'", self.seeds)
         object.__setattr__(self, "seeds", tuple(dict.fromkeys(seeds)))
-        if not isinstance(self.entity_hops, str) or self.entity_hops not in ("free", "counted"):
-            raise ParameterError(owner, "entity_hops", "'free' (upstream) or 'counted'", self.entity_hops)
+        if not isinstance(self.ranking, str) or self.ranking not in RANKINGS:
+            raise ParameterError(owner, "ranking", "'relevance' (default) or 'upstream'", self.ranking)
+        if self.entity_hops is not None and (not isinstance(self.entity_hops, str)
+                                             or self.entity_hops not in ("free", "counted")):
+            raise ParameterError(owner, "entity_hops", "'free' (upstream), 'counted' or None", self.entity_hops)
         object.__setattr__(self, "fan_out", check_int(owner, "fan_out", self.fan_out, minimum=1))
         object.__setattr__(self, "max_candidates", check_int(owner, "max_candidates", self.max_candidates, minimum=1))
         check_name(owner, "id", self.id)
+
+    @property
+    def hops(self) -> str:
+        """The entity-hop rule in force: the override, else the ranking's own."""
+        return self.entity_hops or ("counted" if self.ranking == "relevance" else "free")
 
     def config(self) -> dict[str, Any]:
         config: dict[str, Any] = {"direction": self.direction, "depth": self.depth, "limit": self.limit,
@@ -127,8 +157,16 @@ class ExpandRelationsStep(Step):
             warnings.append(f"expand_relations skipped {findings} finding hit{'s' if findings != 1 else ''}.")
         evidence = [h for h in hits if isinstance(h, EvidenceHit)]
         seeds = self._seeds(evidence, context)
-        candidates = self._traverse(binding.reader, seeds, warnings)
-        added, records = self._hydrate(binding, candidates, evidence)
+        index = binding.reader.traversal_index
+        view = index.view(None if self.types is None else frozenset(self.types),
+                          None if self.direction == "both" else (0 if self.direction == "out" else 1), self.fan_out)
+        relevance = self.ranking == "relevance"
+        weights = 1.0 / (np.arange(len(seeds)) + 1.0) if relevance else None
+        found = traverse(index, view, [index.code.get(encode_ref(s)) for s in seeds], depth=self.depth,
+                         entity_hops=self.hops, max_candidates=self.max_candidates, weights=weights)
+        warnings += found.warnings
+        ranked = self._rank(index, found, context) if relevance else self._upstream_order(found)
+        added, records = self._hydrate(binding, index, view, found, ranked, evidence)
         trace = KnowledgeTrace(contributor="expand-relations", coverage="exact", coverage_basis=COVERAGE_BASIS,
                                available={"reports": 0}, processed={"reports": 0, "findings": len(added)})
         return StepOutput(hits=hits + tuple(added), warnings=tuple(warnings), knowledge=trace,
@@ -142,99 +180,96 @@ class ExpandRelationsStep(Step):
             seeds += match_entities(context.state, context.request.query)
         return seeds
 
-    def _traverse(self, reader: Any, seeds: list[KnowledgeRef], warnings: list[str]) -> dict[str, _Candidate]:
-        types = list(self.types) if self.types is not None else None
-        direction = None if self.direction == "both" else self.direction
-        candidates: dict[str, _Candidate] = {}
-        capped = False
-        discovery = 0
-        for rank, seed in enumerate(seeds):
-            seed_ref = encode_ref(seed)
-            seen = {seed_ref}
-            queue = deque([(seed, seed_ref, 0, (seed_ref,), ())])
-            while queue:
-                ref, encoded, distance, path, edges = queue.popleft()
-                if distance >= self.depth:
-                    continue
-                neighbors = reader.neighbors(ref, types=types, direction=direction, limit=self.fan_out)
-                if len(neighbors) >= self.fan_out:
-                    warnings.append(f"expand_relations truncated neighbors for {encoded} at {self.fan_out}.")
-                for n in neighbors:
-                    peer = encode_ref(n.ref)
-                    cost = self._cost(ref.kind, n.ref.kind)
-                    nxt = distance + cost
-                    if nxt > self.depth:
-                        continue
-                    route = (path + (peer,), edges + (n.type,))
-                    if peer != seed_ref:
-                        current = candidates.get(peer)
-                        if current is not None:
-                            current.support.add(seed_ref)
-                            if (nxt, rank) < (current.distance, current.seed_rank):
-                                current.distance, current.seed_rank = nxt, rank
-                                current.path, current.edges = route
-                        elif len(candidates) < self.max_candidates:
-                            discovery += 1
-                            candidates[peer] = _Candidate(nxt, rank, {seed_ref}, route[0], route[1], discovery)
-                        elif not capped:
-                            capped = True
-                            warnings.append(f"expand_relations truncated graph candidates at {self.max_candidates}.")
-                    if peer not in seen:
-                        seen.add(peer)
-                        queue.append((n.ref, peer, nxt, *route))
-        return candidates
+    @staticmethod
+    def _upstream_order(found) -> list[tuple[int, float | None, float]]:
+        # codes follow sorted ref order, so the code stands in for the ref; discovery order is index order
+        order = np.lexsort((np.arange(len(found.codes)), found.codes, -found.support, found.seed_rank, found.distance))
+        return [(int(i), None, 0.0) for i in order]
 
-    def _cost(self, here: str, there: str) -> int:
-        if self.entity_hops == "free":  # upstream: any hop to or from an entity is free
-            return 0 if here == "entity" or there == "entity" else 1
-        return 0 if there == "entity" and here != "entity" else 1  # an entity is a free waypoint, not a free hub
+    @staticmethod
+    def _rank(index, found, context: StepContext) -> list[tuple[int, float | None, float]]:
+        relevance = np.zeros(len(found.codes))
+        chunk_scores = context.extras.get(RELEVANCE_KEY) if isinstance(context.extras, dict) else None
+        rows = index.row_of_code[found.codes]
+        if chunk_scores is not None and len(chunk_scores) == len(index.chunk_code):
+            relevance = np.where(rows >= 0, np.asarray(chunk_scores)[np.maximum(rows, 0)], 0.0)
+        score = found.mass * (1.0 + relevance)
+        order = np.lexsort((found.codes, found.seed_rank, found.distance, -score))
+        return [(int(i), float(score[i]), float(relevance[i])) for i in order]
 
-    def _hydrate(self, binding: Any, candidates: dict[str, _Candidate], evidence: list[EvidenceHit]):
-        ordered = sorted(candidates.items(), key=lambda kv: (kv[1].distance, kv[1].seed_rank, -len(kv[1].support),
-                                                             kv[0], kv[1].discovery))
+    def _hydrate(self, binding: Any, index, view, found, ranked, evidence: list[EvidenceHit]):
         taken = {hit_key(h) for h in evidence}
         added: list[EvidenceHit] = []
         records: list[Expansion] = []
-        for i, (ref, cand) in enumerate(ordered):
+        for position, (i, relevance_score, relevance) in enumerate(ranked):
             if len(added) >= self.limit:
                 break
+            code = int(found.codes[i])
+            if index.kind[code] != KIND_CHUNK:
+                continue
+            ref = index.refs[code]
             hit = binding.hydrate(ref)
             if hit is None or not isinstance(hit, EvidenceHit) or hit_key(hit) in taken:
                 continue
             taken.add(hit_key(hit))
-            score = 1 / (RRF_K + i + 1) + 1 / (RRF_K + cand.seed_rank + 1)
-            graph = GraphProvenance(seed=cand.path[0], path=cand.path, edges=cand.edges, distance=cand.distance)
+            nodes, etypes = found.path(i)
+            path = tuple(index.refs[n] for n in nodes)
+            edges = tuple(index.type_names[t] for t in etypes)
+            reason = None
+            if relevance_score is None:
+                score = 1 / (RRF_K + position + 1) + 1 / (RRF_K + int(found.seed_rank[i]) + 1)
+            else:
+                score = relevance_score
+                waypoints = tuple((index.refs[n], float(view.spec[n])) for n in nodes[1:-1]
+                                  if index.kind[n] != KIND_CHUNK)
+                reason = ExpansionReason(entities=waypoints, graph=float(found.mass[i]), relevance=relevance,
+                                         score=score)
+            distance = int(found.distance[i])
+            graph = GraphProvenance(seed=path[0], path=path, edges=edges, distance=distance)
             base = hit.provenance or Provenance()
             raw = base.raw_score if base.raw_score is not None else hit.score
             added.append(replace(hit, score=score, provenance=replace(base, raw_score=raw, fused_score=score, graph=graph)))
-            records.append(Expansion(key=hit_key(hit), ref=ref, seed=cand.path[0], path=cand.path, edges=cand.edges,
-                                     distance=cand.distance, score=score, position=i,
-                                     supports=tuple(sorted(cand.support))))
+            records.append(Expansion(key=hit_key(hit), ref=ref, seed=path[0], path=path, edges=edges,
+                                     distance=distance, score=score, position=position,
+                                     supports=tuple(index.refs[s] for s in found.supports(i)), reason=reason))
         return added, records
 
 
 def expand_relations(*, types: list[str] | None = None, direction: Literal["out", "in", "both"] = "both",
                      depth: int = 1, limit: int = 20, seeds: tuple[str, ...] = SEED_KINDS,
-                     entity_hops: Literal["free", "counted"] = "free", fan_out: int = FAN_OUT,
+                     ranking: Literal["relevance", "upstream"] = "relevance",
+                     entity_hops: Literal["free", "counted"] | None = None, fan_out: int = FAN_OUT,
                      max_candidates: int = MAX_CANDIDATES, id: str = "expand-relations") -> ExpandRelationsStep:
     """Expand evidence hits through the graph (additive: incoming hits are kept in order, unchanged).
 
-    ``entity_hops="free"`` is upstream's rule: a hop to or from an entity costs nothing, so
-    chunks sharing an entity sort first, and with ``mentions``/``related`` a traversal reaches
-    the entity graph's whole component (bounded by the 64 and 512 ceilings). ``"counted"``
-    makes an entity a free waypoint only when entered from a chunk: chunk → entity → chunk is
-    one hop, entity → entity is one hop.
-
-    ``fan_out`` caps the neighbours read per node (upstream: 64) and ``max_candidates`` the
-    candidates collected per run (512); each cut is a warning in the trace. ``id`` names the step
-    in traces (default ``"expand-relations"``; two expansions in one recipe need distinct ids).
+    Parameters
+    ----------
+    types, direction, depth, limit, seeds
+        Which edges to follow, how far, how many hits to add, and what seeds the traversal
+        (``"hits"``: the incoming evidence hits, ``"query"``: entities named in the query).
+    ranking
+        ``"relevance"`` (default): counted entity hops, paths weighted by seed rank and by the
+        specificity of the entities they pass (``1/|chunks mentioning it|``), times ``1 +`` the
+        query's relevance to the candidate from ``retrieve``; the reason is recorded per hit.
+        ``"upstream"``: upstream's traversal, order and score exactly (free entity hops).
+    entity_hops
+        Override the ranking's entity-hop rule: ``"free"`` (a hop to or from an entity costs
+        nothing) or ``"counted"`` (chunk → entity → chunk is one hop, entity → entity one hop).
+    fan_out, max_candidates
+        The neighbours read per node (upstream: 64) and the candidates collected per run (512);
+        each cut is a warning in the trace.
+    id
+        The step's name in traces (two expansions in one recipe need distinct ids).
 
     Examples
     --------
     >>> expand_relations(types=["mentions", "related"], limit=8)
     expand_relations(types=['mentions', 'related'], direction='both', depth=1, limit=8, seeds=['hits', 'query'])
+    >>> expand_relations(limit=2, ranking="upstream")
+    expand_relations(direction='both', depth=1, limit=2, seeds=['hits', 'query'], ranking='upstream')
     >>> expand_relations(fan_out=16, id="wide")
     expand_relations(direction='both', depth=1, limit=20, seeds=['hits', 'query'], fan_out=16, id='wide')
     """
     return ExpandRelationsStep(types=types, direction=direction, depth=depth, limit=limit, seeds=seeds,
-                               entity_hops=entity_hops, fan_out=fan_out, max_candidates=max_candidates, id=id)
+                               ranking=ranking, entity_hops=entity_hops, fan_out=fan_out,
+                               max_candidates=max_candidates, id=id)

@@ -14,8 +14,8 @@ from ...hits import Provenance, SourceScore
 from ...validation import check_int, check_name
 from ..base import Step, changed
 from ..filters import filter_mask, unknown_field_warnings
-from ..types import StepContext, StepInput, StepOutput
-from .lexical import RRF_K, BM25Leg, Leg, fusion_depth, ranked, ranks_of, top_order
+from ..types import CHUNK_RELEVANCE, StepContext, StepInput, StepOutput
+from .lexical import RRF_K, BM25Leg, Leg, fusion_depth, ranked, ranks_of, rrf, top_order
 
 __all__ = ["RetrieveStep", "retrieve"]
 
@@ -64,6 +64,8 @@ class RetrieveStep(Step):
             hits = self._single((planned, leg, ranked(scores, mask, top=self.limit), scores), context)
         else:
             hits = self._fused(groups, context)
+        if isinstance(context.extras, dict):
+            context.extras[CHUNK_RELEVANCE] = _relevance(groups, len(state.chunks))
         for message in dict.fromkeys(warnings):  # kb.recipe().retrieve() returns hits only: say it out loud too
             _warnings.warn(message, UserWarning, stacklevel=2)
         return StepOutput(hits=tuple(hits), warnings=tuple(warnings))
@@ -107,6 +109,22 @@ class RetrieveStep(Step):
             out.append(_with_provenance(hit, Provenance(per_source=tuple(per_source), matched_queries=tuple(matched),
                                                         ranks=ranks, fused_score=score)))
         return out
+
+
+def _relevance(groups, n: int) -> np.ndarray:
+    """The query's relevance per chunk row, scaled so the best visible chunk is 1: the leg's scores for one
+    leg, the fused reciprocal-rank scores for several (what ranked the hits, reused by ``expand_relations``)."""
+    if len(groups) == 1:
+        _, _, scores, mask = groups[0]
+        values = np.where((scores > 0) & mask, scores, 0.0)  # every visible chunk the leg scored
+    else:
+        # the same weights as the fused ranking: a planned query's weight times its leg's own
+        rows, fused = rrf([(ranked(scores, mask), (planned.weight or 1.0) * float(getattr(leg, "weight", 1.0)))
+                           for planned, leg, scores, mask in groups])
+        values = np.zeros(n)
+        values[rows] = fused
+    top = values.max() if n else 0.0
+    return values / top if top > 0 else values
 
 
 def _with_provenance(hit, provenance):
