@@ -1,15 +1,46 @@
-"""``make demo``: build the sample knowledge base, run a recipe, execute the quickstart notebook."""
+"""``make demo``: the whole crux_nb story on the bundled sample corpus, offline.
+
+1. build the sample knowledge base and its entity graph;
+2. ``retrieve`` alone versus ``retrieve`` + ``expand_relations`` on the labelled sample
+   questions, and the question where expansion helps most, with each added hit's
+   seed -> path -> reason;
+3. communities and their reports;
+4. ``global_search`` scan-all versus adaptive for "What changed in the launch plan?";
+5. a self-contained static HTML report (``out/demo.html``) with the expansion and coverage
+   views, and the executed gallery notebooks.
+
+Everything printed is deterministic (no timings), so a test pins its key lines.
+"""
 
 from __future__ import annotations
 
+import argparse
+import html
 import sys
-import time
+from collections.abc import Sequence
 from pathlib import Path
 
-from .datasets import load_sample
-from .retrieval import retrieve
+from .demo_story import heading, run_story
 
+NOTEBOOKS = ("01_quickstart.ipynb", "03_expand_relations.ipynb", "05_global_search.ipynb")
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m crux_nb.demo", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("out"), help="folder for demo.html and the notebooks")
+    parser.add_argument("--no-notebooks", action="store_true", help="skip executing the gallery notebooks")
+    return parser.parse_args(argv)
+
+
+def page(sections: Sequence[tuple[str, str]]) -> str:
+    """One self-contained HTML page: inline CSS only, no script, no network."""
+    body = "\n".join(f'<section class="crux-demo-section"><h2>{html.escape(title)}</h2>\n{inner}\n</section>'
+                     for title, inner in sections)
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<title>crux_nb demo</title><style>body{font-family:system-ui,sans-serif;margin:24px;max-width:1200px}"
+            "h1{font-size:1.5em}h2{font-size:1.2em;border-bottom:1px solid #ddd}</style></head>\n"
+            f"<body><h1>crux_nb demo: the sample corpus</h1>\n{body}\n</body></html>\n")
 
 
 def run_notebook(source: Path, target: Path) -> Path:
@@ -17,25 +48,27 @@ def run_notebook(source: Path, target: Path) -> Path:
     from nbclient import NotebookClient
 
     notebook = nbformat.read(source, as_version=4)
-    NotebookClient(notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(source.parent)}}).execute()
+    NotebookClient(notebook, timeout=300, kernel_name="python3",
+                   resources={"metadata": {"path": str(source.parent)}}).execute()
     target.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(notebook, target)
     return target
 
 
-def main() -> int:
-    t0 = time.perf_counter()
-    kb = load_sample()
-    print(f"{kb}  (built in {time.perf_counter() - t0:.2f} s)")
-    recipe = kb.recipe(steps=[retrieve(limit=8)])
-    hits, trace = recipe.retrieve_with_trace("release planning")
-    print(f"\n{recipe}\nquery: 'release planning'\n")
-    print(hits.to_frame()[["rank", "score", "ref", "section"]].to_string(index=False))
-    print(f"\n{trace}")
-    source = ROOT / "notebooks" / "01_quickstart.ipynb"
-    if source.exists():
-        target = run_notebook(source, ROOT / "out" / "01_quickstart.ipynb")
-        print(f"\nexecuted quickstart notebook written to {target.relative_to(ROOT)}")
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+
+    sections = run_story(print)
+    args.out.mkdir(parents=True, exist_ok=True)
+    report = args.out / "demo.html"
+    report.write_text(page(sections), encoding="utf-8")
+    print(heading("Written"))
+    print(f"static report     {report}")
+    source_dir = ROOT / "notebooks"
+    if not args.no_notebooks and source_dir.is_dir():
+        for name in NOTEBOOKS:
+            if (source_dir / name).exists():
+                print(f"executed notebook {run_notebook(source_dir / name, args.out / name)}")
     return 0
 
 

@@ -24,9 +24,11 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("retrieval", ("crux_nb.retrieval",)),
     ("views", ("crux_nb.views",)),
     ("evaluation", ("crux_nb.evaluation",)),
-    ("facade", ("crux_nb", "crux_nb.knowledgebase", "crux_nb.opening", "crux_nb.datasets", "crux_nb.demo", "crux_nb.testing",
+    ("facade", ("crux_nb", "crux_nb.knowledgebase", "crux_nb.opening", "crux_nb.datasets", "crux_nb.testing",
                 "crux_nb.conformance")),
     ("io, widgets", ("crux_nb.io", "crux_nb.widgets")),
+    # the demo application tells the whole story, views included
+    ("demo", ("crux_nb.demo", "crux_nb.demo_story")),
 ]
 # third-party imports that stay in their rooms (DESIGN section 7)
 CONFINED = {
