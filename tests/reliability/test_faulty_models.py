@@ -356,7 +356,13 @@ def test_communities_the_model_did_not_rate_are_recorded_as_skipped(template, tm
     """A rate answer may omit communities (the schema allows it); the adaptive trace must still list every
     community of the rated frontier (DESIGN 4.2), the omitted ones skipped without a rating, none descended into.
     (Before the fix they vanished from the trace.)"""
-    model = Faulty("rate", lambda args, repair: {"ratings": [{"community_id": args[1][0]["community_id"], "rating": 90}]})
+    answered: list[str] = []  # the one community the model rates: the first of the batch (best-first order)
+
+    def rate_first(args, repair):
+        answered.append(args[1][0]["community_id"])
+        return {"ratings": [{"community_id": answered[-1], "rating": 90}]}
+
+    model = Faulty("rate", rate_first)
     h = Harness(template, tmp_path, model)
     h.snapshot()
     result = h.kb.recipe(steps=[global_search(model=model, scan="adaptive", detail="detailed")]).retrieve_with_trace(Q)
@@ -367,7 +373,8 @@ def test_communities_the_model_did_not_rate_are_recorded_as_skipped(template, tm
     assert len(children) >= 2 and model.calls == [None]
     rated = {r.community_id: r for r in adaptive.visited + adaptive.skipped if r.community_id != root}
     assert set(rated) == children
-    first = min(children)
+    first = answered[0]
+    assert first in children
     assert (rated[first].rating, rated[first].decision) == (90.0, "visited")
     assert all((r.rating, r.decision) == (None, "skipped") for cid, r in rated.items() if cid != first)
     assert set(result.trace.steps[0].details["selected"]) <= {root, first}
