@@ -154,7 +154,7 @@ def test_wheel_runs_outside_the_checkout(tmp_path_factory, env, wheel):
     out = _run([str(python), "smoke.py", str(ROOT)], cwd=elsewhere, env=env)
     assert out.startswith("smoke ok")
     demo = _run([str(python), "-m", "crux_nb.demo"], cwd=elsewhere, env=env)
-    assert "query: 'release planning'" in demo and "retrieve" in demo
+    assert "== 2. Graph expansion on" in demo and "== 4. Global search:" in demo and "static report" in demo
     typed = _run([str(python), "-c", "import crux_nb, pathlib; print((pathlib.Path(crux_nb.__file__).parent / 'py.typed').is_file())"],
                  cwd=elsewhere, env=env)
     assert typed.strip() == "True"

@@ -180,7 +180,7 @@ class Recipe:
         >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=OfflineModel()))
         >>> kb.add_text("a.md", "Ada Park leads the Lumen launch.")
         >>> _ = kb.communities.prepare(progress=False)
-        >>> kb.recipe(steps=[crux_nb.global_search(model=OfflineModel())]).plan("Lumen").calls
+        >>> kb.recipe(steps=[crux_nb.global_search(model=OfflineModel(), detail="detailed")]).plan("Lumen").calls
         1
         """
         request = Request.build(query)
