@@ -108,5 +108,6 @@ class StepContext:
     extras: Mapping[str, Any] = field(default_factory=dict)
 
 
-#: ``context.extras`` key: the query's relevance per chunk row of the state (0..1, best = 1), from ``retrieve``
+#: ``context.extras`` key: a function giving the query's relevance per chunk row of the state (0..1, best = 1),
+#: left by ``retrieve`` and called only by a step that needs it
 CHUNK_RELEVANCE = "chunk_relevance"

@@ -190,6 +190,8 @@ class ExpandRelationsStep(Step):
     def _rank(index, found, context: StepContext) -> list[tuple[int, float | None, float]]:
         relevance = np.zeros(len(found.codes))
         chunk_scores = context.extras.get(RELEVANCE_KEY) if isinstance(context.extras, dict) else None
+        if callable(chunk_scores):  # retrieve leaves it to be computed on demand
+            chunk_scores = chunk_scores()
         rows = index.row_of_code[found.codes]
         if chunk_scores is not None and len(chunk_scores) == len(index.chunk_code):
             relevance = np.where(rows >= 0, np.asarray(chunk_scores)[np.maximum(rows, 0)], 0.0)

@@ -65,7 +65,10 @@ class RetrieveStep(Step):
         else:
             hits = self._fused(groups, context)
         if isinstance(context.extras, dict):
-            context.extras[CHUNK_RELEVANCE] = _relevance(groups, len(state.chunks))
+            # computed only if a later step asks (expand_relations): the multi-leg case ranks every leg in full,
+            # which a plain retrieve never needs
+            n = len(state.chunks)
+            context.extras[CHUNK_RELEVANCE] = lambda: _relevance(groups, n)
         for message in dict.fromkeys(warnings):  # kb.recipe().retrieve() returns hits only: say it out loud too
             _warnings.warn(message, UserWarning, stacklevel=2)
         return StepOutput(hits=tuple(hits), warnings=tuple(warnings))
