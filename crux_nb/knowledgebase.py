@@ -17,6 +17,7 @@ from .schema import SCHEMAS
 from .store.chunking import DEFAULT_CHUNK_SIZE, check_chunk_size
 from .store.ingest import Format, check_unique, frame_specs, path_specs, text_spec
 from .store import persist  # called through the module: tests patch persist.save
+from .store.imports import GraphRAGImport
 from .store.state import KBState, with_edges, with_entities, with_sources, without_sources
 from .validation import check_name
 
@@ -59,7 +60,9 @@ class KnowledgeBase(GraphExports, CommunityAccess):
         self.communities_config = None
         self._communities = None
         self._views: dict[str, dict] = {}
-        self.graphrag = None  # import details, set by crux_nb.io.read_graphrag (in memory only)
+        #: import details of a knowledge base read by ``crux_nb.io.read_graphrag`` (a ``GraphRAGImport``: counts,
+        #: reference resolution, warnings, GraphRAG's ids by crux id); saved with it and restored by ``crux_nb.open``
+        self.graphrag: GraphRAGImport | None = None
         self.path = None  # the folder this knowledge base was opened from or last saved to
         #: view revisions seen in this session, ``{(view id, revision): members}`` (pinned views replay them)
         self.view_revisions: dict[tuple[str, str], tuple] = {}

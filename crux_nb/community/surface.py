@@ -18,8 +18,9 @@ import pandas as pd
 from .._hashing import stable_hash
 from ..errors import ParameterError
 from .config import CommunitiesConfig
-from .frames import (CommunityReport, generation_frames, input_fingerprint, read_communities, read_reports,
+from .frames import (generation_frames, input_fingerprint, read_communities, read_reports,
                      reusable_reports, with_generation)
+from .report import Report
 
 Status = Literal["missing", "building", "ready", "stale"]
 CORPUS = "corpus"
@@ -44,16 +45,16 @@ class PrepareResult:
 class ReportPage:
     """One page of reports: iterate it (``for report in page``), ``len(page)``, ``page[0]``; ``cursor`` continues."""
 
-    reports: tuple[CommunityReport, ...]
+    reports: tuple[Report, ...]
     cursor: str | None = None
 
-    def __iter__(self) -> Iterator[CommunityReport]:
+    def __iter__(self) -> Iterator[Report]:
         return iter(self.reports)
 
     def __len__(self) -> int:
         return len(self.reports)
 
-    def __getitem__(self, index: int) -> CommunityReport:
+    def __getitem__(self, index: int) -> Report:
         return self.reports[index]
 
     def _repr_html_(self) -> str:

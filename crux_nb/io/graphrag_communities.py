@@ -35,7 +35,8 @@ from .._hashing import stable_hash
 from ..community.cluster import Community
 from ..community.frames import generation_frames, input_fingerprint, with_generation
 from ..community.graph_input import entity_size
-from ..community.reports import Report, member_hashes
+from ..community import Finding, Report
+from ..community.reports import member_hashes
 from ..community.surface import CORPUS
 from ..errors import InputError
 from .graphrag_refs import ReferenceResolver, strip_references
@@ -190,8 +191,7 @@ def build_generation(state: Any, t: Any, build: Any, config: Any) -> tuple[Any, 
             if not statement:
                 continue
             evidence = resolver.finding(f["summary"] + " " + f["explanation"], c.chunk_refs)
-            findings.append({"finding_id": f"finding-{len(findings) + 1}", "statement": statement,
-                             "evidence": evidence, "assertion_refs": ()})
+            findings.append(Finding(f"finding-{len(findings) + 1}", statement, tuple(evidence)))
         title = row.get("title") or titles[i] or f"Community {k}"
         reports[c.community_id] = Report(c.community_id, c.level, c.parent_id, title, row.get("summary") or "",
                                          tuple(findings), hashes[c.community_id], len(c.entity_refs),

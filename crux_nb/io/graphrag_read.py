@@ -37,7 +37,7 @@ from ..errors import InputError, ParameterError
 from ..refs import ChunkRef, EntityRef, decode_ref, encode_ref
 from ..schema import coerce, empty_frame, frozen_metadata
 from ..store.state import KBState
-from .graphrag_result import GraphRAGImport, GraphRAGWarning
+from ..store.imports import GraphRAGImport, GraphRAGWarning
 from .graphrag_tables import GraphRAGTables, load_tables, missing
 
 __all__ = ["read_graphrag", "GraphRAGImport", "GraphRAGWarning", "STAGE"]
@@ -81,7 +81,7 @@ def read_graphrag(path: str | os.PathLike, *, id: str = "graphrag", namespace: s
               "relationships": len(build.rel_map), "relationships_merged": len(build.rel_map) - build.n_related
               - build.rel_dropped, "relationships_without_evidence": build.rel_dropped,
               "unknown_text_unit_ids": build.unknown_tu, **comm_info["counts"]}
-    kb.graphrag = GraphRAGImport(  # type: ignore[attr-defined]
+    kb.graphrag = GraphRAGImport(
         folder=str(tables.folder), layout=tables.layout, counts=counts, references=refs,
         notes=tuple(build.notes + comm_info["notes"]), warnings=tuple(build.warnings), documents=build.doc_map, text_units=build.tu_map,
         entities=build.entity_map, relationships=build.rel_map, communities=comm_info["map"],

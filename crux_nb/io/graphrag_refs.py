@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
+
+from ..store.imports import ReferenceCounts
 
 __all__ = ["Reference", "ReferenceCounts", "ReferenceResolver", "parse_references", "strip_references",
            "format_references", "KINDS"]
@@ -78,42 +80,6 @@ def format_references(ids: Mapping[str, Iterable[Any]]) -> str:
     """A ``[Data: ...]`` block citing ``ids`` by kind (kinds in :data:`KINDS` order; empty kinds left out)."""
     parts = [f"{_LABELS[k]} ({', '.join(str(i) for i in ids[k])})" for k in KINDS if list(ids.get(k, ()))]
     return f"[Data: {'; '.join(parts)}]" if parts else ""
-
-
-@dataclass
-class ReferenceCounts:
-    """What the references of the imported findings resolved to."""
-
-    findings: int = 0
-    findings_with_references: int = 0  # cite at least one id
-    findings_resolved: int = 0  # at least one id resolved to a chunk: evidence from the references
-    findings_fallback: int = 0  # nothing resolved: evidence = the community's text units
-    references: int = 0  # cited ids in total ("+more" not included)
-    resolved: int = 0
-    unresolved: int = 0
-    more_markers: int = 0  # "+more": the model cut a list
-    by_kind: dict[str, dict[str, int]] = field(default_factory=dict)  # kind -> {"cited", "resolved"}
-
-    def add(self, kind: str, resolved: bool) -> None:
-        self.references += 1
-        entry = self.by_kind.setdefault(kind, {"cited": 0, "resolved": 0})
-        entry["cited"] += 1
-        if resolved:
-            self.resolved += 1
-            entry["resolved"] += 1
-        else:
-            self.unresolved += 1
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"findings": self.findings, "findings_with_references": self.findings_with_references,
-                "findings_resolved": self.findings_resolved, "findings_fallback": self.findings_fallback,
-                "references": self.references, "resolved": self.resolved, "unresolved": self.unresolved,
-                "more_markers": self.more_markers, "by_kind": {k: dict(v) for k, v in sorted(self.by_kind.items())}}
-
-    def __repr__(self) -> str:
-        return (f"ReferenceCounts(findings={self.findings}, resolved_findings={self.findings_resolved}, "
-                f"fallback={self.findings_fallback}, references={self.references}, resolved={self.resolved}, "
-                f"unresolved={self.unresolved}, more_markers={self.more_markers})")
 
 
 class ReferenceResolver:

@@ -22,11 +22,13 @@ from typing import Any
 
 import pandas as pd
 
+from ..community import Finding, Report
 from ..errors import ParameterError
+from ..retrieval.globalsearch.descent import Batch, Rating
 from ..refs import encode_ref, is_ref
 from .layout import TreeNode, fmt, tree_layout
 
-__all__ = ["CoverageData", "CoverageFinding", "CitedFinding", "SearchUnit", "BatchInfo", "RatingInfo",
+__all__ = ["CoverageData", "CoverageFinding", 
            "CallInfo", "STATUSES", "FRAME_COLUMNS", "coverage_nodes"]
 
 STEP_KIND = "global-search"
@@ -63,53 +65,8 @@ def _natural(text: str) -> tuple:
     return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text))
 
 
-@dataclass(frozen=True)
-class CitedFinding:
-    """One finding of a searched report: ``id`` is ``<community_id>:<finding_id>``; supports are encoded refs."""
-
-    id: str
-    community_id: str
-    statement: str
-    supports: tuple[str, ...]
-    assertion_refs: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class SearchUnit:
-    """A searched unit: one community report (or, for raw coverage, one chunk)."""
-
-    community_id: str
-    generation_id: str
-    level: int
-    parent_id: str | None
-    title: str
-    summary: str
-    findings: tuple[CitedFinding, ...]
-
-    @property
-    def chars(self) -> int:
-        """Upstream's measure: title + summary + every finding statement."""
-        return len(self.title) + len(self.summary) + sum(len(f.statement) for f in self.findings)
-
-
-@dataclass(frozen=True)
-class BatchInfo:
-    index: int  # 0-based; its map call's prompt id counts from 1
-    community_ids: tuple[str, ...]
-    input_chars: int
-
-    @property
-    def prompt_id(self) -> str:
-        return f"globalSearch:batch:{self.index + 1}"
-
-
-@dataclass(frozen=True)
-class RatingInfo:
-    community_id: str
-    level: int
-    rating: float | None
-    decision: str  # "visited" | "skipped" | "truncated"
-    fallback: bool = False  # chosen by the descent's fallback, not by its rating
+# A searched unit is the one report model: a Report whose findings have qualified ids
+# ("<community_id>:<finding_id>") and encoded evidence refs; a raw unit is a one-finding report.
 
 
 @dataclass(frozen=True)
@@ -135,7 +92,7 @@ class CoverageFinding:
     assertion_refs: tuple[str, ...]
     community_id: str
     generation: str
-    cited: tuple[CitedFinding, ...]
+    cited: tuple[Finding, ...]
     resolution: str  # see RESOLUTIONS
     hit: Any = field(default=None, compare=False, repr=False)
 
@@ -161,12 +118,12 @@ class CoverageData:
     preflight: Mapping[str, Any] | None
     truncations: tuple[Mapping[str, Any], ...]
     calls: tuple[CallInfo, ...] | None  # None: no call log recorded
-    units: tuple[SearchUnit, ...]
-    batches: tuple[BatchInfo, ...]
+    units: tuple[Report, ...]
+    batches: tuple[Batch, ...]
     excluded: tuple[str, ...]
     mapped: tuple[str, ...]
     threshold: int | None = None  # adaptive scan only
-    ratings: tuple[RatingInfo, ...] = ()
+    ratings: tuple[Rating, ...] = ()
     rating_calls: int | None = None
     budget_chars: int | None = None  # adaptive: the character budget (None: no budget)
     spent_chars: int | None = None  # adaptive: rating + map characters the descent spent
@@ -189,28 +146,28 @@ class CoverageData:
                 return f
         return None
 
-    def unit(self, community_id: str) -> SearchUnit | None:
+    def unit(self, community_id: str) -> Report | None:
         return self._by_id.get(community_id)
 
     @cached_property
-    def _by_id(self) -> dict[str, SearchUnit]:
+    def _by_id(self) -> dict[str, Report]:
         return {u.community_id: u for u in self.units}
 
     @cached_property
     def _lookup(self) -> dict[str, Any]:
-        ratings: dict[str, RatingInfo] = {}
+        ratings: dict[str, Rating] = {}
         for r in self.ratings:
             ratings.setdefault(r.community_id, r)
-        batches: dict[str, BatchInfo] = {}
+        batches: dict[str, Batch] = {}
         for b in self.batches:
             for c in b.community_ids:
                 batches.setdefault(c, b)
         return {"ratings": ratings, "batches": batches, "mapped": set(self.mapped), "excluded": set(self.excluded)}
 
-    def rating(self, community_id: str) -> RatingInfo | None:
+    def rating(self, community_id: str) -> Rating | None:
         return self._lookup["ratings"].get(community_id)
 
-    def batch_of(self, community_id: str) -> BatchInfo | None:
+    def batch_of(self, community_id: str) -> Batch | None:
         return self._lookup["batches"].get(community_id)
 
     def title(self, community_id: str) -> str:
@@ -256,7 +213,7 @@ class CoverageData:
             counts["failed"] += not c.ok
         return counts
 
-    def batch_calls(self, batch: BatchInfo) -> tuple[CallInfo, ...]:
+    def batch_calls(self, batch: Batch) -> tuple[CallInfo, ...]:
         return tuple(c for c in self.calls or () if c.task == "map_findings" and c.prompt_id == batch.prompt_id)
 
     # ------------------------------------------------------------------- frames
@@ -287,7 +244,7 @@ class CoverageData:
 
     def _rows_support(self) -> list[dict]:
         return [{"rank": f.rank, "finding_target": f.target, "support": ref,
-                 "cited_findings": " ".join(c.id for c in f.cited if ref in c.supports), "text": self.texts.get(ref)}
+                 "cited_findings": " ".join(c.id for c in f.cited if ref in c.evidence), "text": self.texts.get(ref)}
                 for f in self.findings for ref in f.supports]
 
     def tree_order(self) -> tuple[str, ...]:

@@ -272,7 +272,7 @@ def detail_html(data: CoverageData, selected: CoverageFinding | None) -> str:
         where = f"{unit.title} ({c.community_id}, level {unit.level})" if unit else c.community_id
         cited.append(f'<div class="crux-cited" data-finding="{esc(c.id)}"><div class="crux-muted">{esc(where)} · '
                      f'<span class="crux-ref">{esc(c.id)}</span></div><div>{esc(clip(c.statement, 400))}</div>'
-                     f'<div class="crux-muted">supports: <span class="crux-ref">{esc(" ".join(c.supports) or "none")}'
+                     f'<div class="crux-muted">supports: <span class="crux-ref">{esc(" ".join(c.evidence) or "none")}'
                      f'</span></div></div>')
     head = f"{RESOLUTION_TEXT[f.resolution]}: {_plural(len(f.cited), 'report finding')}"
     chunks = "".join(_chunk(ref, data) for ref in f.supports) or '<div class="crux-muted">no supports</div>'

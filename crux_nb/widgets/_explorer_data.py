@@ -6,31 +6,24 @@ communities, and a stale one shows its current (older) generation with a warning
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
+from ..community import Finding
 from ..errors import ParameterError
 from ..refs import encode_ref, is_ref
 from ._coverage_read import chunk_texts
 from .layout import TreeNode, plural, tree_layout
 
-__all__ = ["ExplorerData", "CommunityInfo", "ReportFindingInfo", "explorer_data", "EXPLORER_COLUMNS"]
+__all__ = ["ExplorerData", "CommunityInfo", "explorer_data", "EXPLORER_COLUMNS"]
 
 OWNER = "CommunityExplorer()"
 KINDS = ("root", "parent", "leaf")  # the node roles the drawing colours
 EXPLORER_COLUMNS = ["community_id", "level", "kind", "parent_id", "children", "n_chunks", "n_entities", "title",
                     "findings", "evidence"]
-
-
-@dataclass(frozen=True)
-class ReportFindingInfo:
-    id: str
-    statement: str
-    evidence: tuple[str, ...]  # encoded refs
-    assertion_refs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -46,7 +39,7 @@ class CommunityInfo:
     n_entities: int
     title: str
     summary: str
-    findings: tuple[ReportFindingInfo, ...]
+    findings: tuple[Finding, ...]  # the report's findings, evidence as encoded refs
     has_report: bool = True
 
     @property
@@ -133,8 +126,7 @@ def explorer_data(surface: Any, *, kb: Any = None) -> ExplorerData:
     infos = []
     for row in frame.sort_values(["level", "community_id"], ascending=[False, True]).itertuples(index=False):
         report = reports.get(row.community_id)
-        findings = tuple(ReportFindingInfo(str(f.id), f.statement, _refs(f.evidence), tuple(map(str, f.assertion_refs)))
-                         for f in (report.findings if report else ()))
+        findings = tuple(replace(f, evidence=_refs(f.evidence)) for f in (report.findings if report else ()))
         children = row.child_ids if row.child_ids is not None else ()
         infos.append(CommunityInfo(
             community_id=str(row.community_id), level=int(row.level), kind=str(row.kind),

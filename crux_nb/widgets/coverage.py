@@ -5,7 +5,7 @@ findings, the preflight against the calls actually made, the community hierarchy
 happened to each report (mapped, visited, skipped, truncated, excluded), the map batches and any
 truncation. Selecting a finding hit shows its citation resolved to the report findings it cites and
 to the chunks behind them. ``view.selected`` is the selected :class:`CoverageFinding`
-(``view.selected_target`` its finding target, an observable trait). Without a widget manager the
+(``view.selected_id`` its finding target, an observable trait). Without a widget manager the
 same view shows as static HTML.
 """
 
@@ -40,7 +40,7 @@ class CoverageView(SelectionView):
     map batch); ``finding_table`` (HTML, one row per finding).
     """
 
-    selected_target = traitlets.Unicode(None, allow_none=True, help="finding target of the selected finding hit")
+    selected_id = traitlets.Unicode(None, allow_none=True, help="finding target of the selected finding hit")
 
     def __init__(self, result: Any, *, kb: Any = None, **kwargs: Any):
         data = coverage_data(result, kb=kb)
@@ -72,7 +72,7 @@ class CoverageView(SelectionView):
         self.batch_table.value = batches_html(data)
         self.finding_select.observe(self._on_pick, names="value")
         if data.findings:
-            self.selected_target = data.findings[0].target  # renders through _on_target
+            self.selected_id = data.findings[0].target  # renders through _on_target
         else:
             self._render()
 
@@ -102,7 +102,7 @@ class CoverageView(SelectionView):
     @property
     def selected(self) -> CoverageFinding | None:
         """The selected finding (a ``CoverageFinding``: statement, cited report findings, supports), or None."""
-        return self._data.find(self.selected_target)
+        return self._data.find(self.selected_id)
 
     @selected.setter
     def selected(self, value: Any) -> None:
@@ -110,9 +110,9 @@ class CoverageView(SelectionView):
             value = value.target
         elif value is not None and not isinstance(value, str) and hasattr(value, "citation"):
             value = value.citation.finding_target  # a FindingHit
-        self.selected_target = value
+        self.selected_id = value
 
-    @traitlets.validate("selected_target")
+    @traitlets.validate("selected_id")
     def _check_target(self, proposal: dict) -> str | None:
         target = proposal["value"]
         if target is None:
@@ -137,9 +137,9 @@ class CoverageView(SelectionView):
 
     def _on_pick(self, change: dict) -> None:
         if not self._syncing:
-            self.selected_target = change["new"]
+            self.selected_id = change["new"]
 
-    @traitlets.observe("selected_target")
+    @traitlets.observe("selected_id")
     def _on_target(self, change: dict) -> None:
         self._follow(self.finding_select, change["new"])
 

@@ -3,7 +3,7 @@
 For each added hit it shows the seed, the path with edge types, the distance and score,
 and draws the expansion subgraph (an SVG generated in Python). Selecting a hit highlights
 its path; edge-type and max-distance filters narrow what is shown. ``view.selected`` is
-the selected :class:`~crux_nb.retrieval.expand.step.Expansion` (``view.selected_key`` its hit key,
+the selected :class:`~crux_nb.retrieval.expand.step.Expansion` (``view.selected_id`` its hit key,
 an observable trait). Without a widget manager the same view shows as static HTML.
 """
 
@@ -38,7 +38,7 @@ class ExpansionView(SelectionView):
     hit); ``graph`` (HTML with the SVG); ``paths`` (HTML table, one row per shown hit).
     """
 
-    selected_key = traitlets.Unicode(None, allow_none=True, help="hit key of the selected added hit")
+    selected_id = traitlets.Unicode(None, allow_none=True, help="hit key of the selected added hit")
 
     def __init__(self, result: Any, *, step: str | None = None, kb: Any = None, **kwargs: Any):
         data = expansion_data(result, step=step, kb=kb)
@@ -102,13 +102,13 @@ class ExpansionView(SelectionView):
     @property
     def selected(self) -> Expansion | None:
         """The selected added hit (an ``Expansion`` record), or None."""
-        return self._data.find(self.selected_key)
+        return self._data.find(self.selected_id)
 
     @selected.setter
     def selected(self, value: str | Expansion | None) -> None:
-        self.selected_key = value.key if isinstance(value, Expansion) else value
+        self.selected_id = value.key if isinstance(value, Expansion) else value
 
-    @traitlets.validate("selected_key")
+    @traitlets.validate("selected_id")
     def _check_key(self, proposal: dict) -> str | None:
         key = proposal["value"]
         if key is None:
@@ -157,26 +157,26 @@ class ExpansionView(SelectionView):
         """Filters changed: rebuild the hit options, keep the selection when still shown."""
         shown = self.visible
         keys = [x.key for x in shown]
-        keep = self.selected_key if self.selected_key in keys else (keys[0] if keys else None)
+        keep = self.selected_id if self.selected_id in keys else (keys[0] if keys else None)
         self._syncing = True
         try:
             self.hit_select.options = [(self._option_label(x), x.key) for x in shown]
             self.hit_select.value = keep
         finally:
             self._syncing = False
-        if keep == self.selected_key:
+        if keep == self.selected_id:
             self._render()
         else:
-            self.selected_key = keep  # renders through _on_key
+            self.selected_id = keep  # renders through _on_key
 
     def _on_filter(self, change: dict) -> None:
         self._refresh()
 
     def _on_pick(self, change: dict) -> None:
         if not self._syncing:
-            self.selected_key = change["new"]
+            self.selected_id = change["new"]
 
-    @traitlets.observe("selected_key")
+    @traitlets.observe("selected_id")
     def _on_key(self, change: dict) -> None:
         self._follow(self.hit_select, change["new"])
 

@@ -20,7 +20,7 @@ from ..base import Step, changed
 from ..trace import KnowledgeTrace
 from ..types import StepContext, StepInput, StepOutput
 from .descent import (BUDGET, FALLBACK, FALLBACKS, MAX_CALLS, THRESHOLD, AdaptiveTrace, Batch, budget_chars, descend,
-                      pack, report_prior)
+                      pack, prompt_id, report_prior)
 from .mapreduce import candidates, reduce
 from .units import Freshness, Unit, auto_detail, resolve, select_detail
 
@@ -153,7 +153,7 @@ class GlobalSearchStep(Step):
 
         def rate(units: list[Unit], k: int) -> dict[str, float]:
             out = call_task(self.model, "rate", query, [u.rating_payload() for u in units],
-                            prompt_id=f"globalSearch:rate:{k + 1}", log=log)
+                            prompt_id=prompt_id("rate", k), log=log)
             return {r["community_id"]: r["rating"] for r in out["ratings"]}
 
         sel = self.select(context, query, wait=True, rate=rate)
@@ -182,7 +182,7 @@ class GlobalSearchStep(Step):
         from ...models.remote import run_calls
 
         calls = [(self.model, "map_findings", (query, [u.payload() for u in b.units]),
-                  {"prompt_id": f"globalSearch:batch:{b.index + 1}",
+                  {"prompt_id": b.prompt_id,
                    "issued_ids": frozenset(f.id for u in b.units for f in u.findings)}) for b in batches]
         if executor is not None or len(batches) < 2 or concurrency < 2:  # e.g. a dask.distributed.Client
             return run_calls(calls, log=log, executor=executor)
