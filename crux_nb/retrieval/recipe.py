@@ -72,7 +72,7 @@ class Recipe:
     >>> recipe
     Recipe(id='plan', steps=[retrieve(limit=3), expand_relations(direction='both', depth=1, limit=2, seeds=['hits', 'query'])])
     >>> [(s["id"], s["kind"], s["phase"]) for s in recipe.to_dict()["steps"]]
-    [('retrieve', 'retrieve', 'produce'), ('expand_relations', 'custom', 'hits')]
+    [('retrieve', 'retrieve', ['queries', 'hits']), ('expand-relations', 'custom', ['hits', 'hits'])]
     """
 
     id: str
