@@ -70,7 +70,21 @@ class ReportPage:
 
 
 class CommunitySurface:
-    """Communities of one scope of a knowledge base (the whole corpus, or a view revision)."""
+    """Communities of one scope of a knowledge base (the whole corpus, or a view revision): ``kb.communities``.
+
+    Examples
+    --------
+    >>> import crux_nb
+    >>> from crux_nb.models import OfflineModel
+    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=OfflineModel()))
+    >>> kb.add_text("a.md", "Ada Park leads the Lumen launch. Ada Park works with Ben Ito in Dublin.")
+    >>> kb.communities.status()
+    'missing'
+    >>> kb.communities.prepare(progress=False)
+    PrepareResult(generation_id='cg-...', communities=1, reports_written=1, reports_reused=0, calls=1)
+    >>> kb.communities.status(), len(kb.communities.reports())
+    ('ready', 1)
+    """
 
     def __init__(self, kb: Any, config: CommunitiesConfig, *, scope: str = CORPUS,
                  visible_sources: Any = None, view: tuple[str | None, str | None] = (None, None)):
@@ -126,6 +140,17 @@ class CommunitySurface:
         return lease is not None and lease.path.exists() and not lease.is_stale()
 
     def status(self) -> Status:
+        """``missing`` (never built), ``building``, ``ready``, or ``stale`` (the sources changed since).
+
+        >>> import crux_nb
+        >>> from crux_nb.models import OfflineModel
+        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=OfflineModel()))
+        >>> kb.add_text("a.md", "Ada Park leads the Lumen launch. Ada Park works with Ben Ito in Dublin.")
+        >>> _ = kb.communities.prepare(progress=False)
+        >>> kb.add_text("b.md", "Ben Ito runs the Dublin office.")
+        >>> kb.communities.status()
+        'stale'
+        """
         if self._building or self._built_elsewhere():
             return "building"
         state = self.kb.state
@@ -147,6 +172,14 @@ class CommunitySurface:
         members did not change (same id, report reused) and rewrite only the touched ones and their
         ancestors; ``incremental=False`` clusters from scratch (reports of unchanged communities are
         still reused).
+
+        >>> import crux_nb
+        >>> from crux_nb.models import OfflineModel
+        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=OfflineModel()))
+        >>> kb.add_text("a.md", "Ada Park leads the Lumen launch. Ada Park works with Ben Ito in Dublin.")
+        >>> first = kb.communities.prepare(progress=False)
+        >>> kb.communities.prepare(progress=False).status, kb.communities.prepare(force=True, progress=False).calls
+        ('ready', 0)
         """
         from ..models import CallLog
 
@@ -280,6 +313,14 @@ class CommunitySurface:
 
         ``parent_id`` lists that parent's children; ``level`` one level; ``cursor`` continues after a
         community id; ``limit`` caps the page (the next cursor is set only if more remain).
+
+        >>> import crux_nb
+        >>> from crux_nb.models import OfflineModel
+        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=OfflineModel()))
+        >>> kb.add_text("a.md", "Ada Park leads the Lumen launch. Ada Park works with Ben Ito in Dublin.")
+        >>> page = kb.communities.reports(level=0)
+        >>> len(page), page.cursor, type(page[0]).__name__, page[0].findings[0].evidence
+        (1, None, 'Report', (ChunkRef(source_id='a.md', chunk_id='c0000'),))
         """
         owner = "communities.reports()"
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
@@ -316,7 +357,17 @@ class CommunitySurface:
         return self.frame("communities")
 
     def tree(self):
-        """The hierarchy as a networkx DiGraph (parent → child), nodes carrying level, kind and title."""
+        """The hierarchy as a networkx DiGraph (parent → child), nodes carrying level, kind and title.
+
+        >>> import crux_nb
+        >>> from crux_nb.models import OfflineModel
+        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=OfflineModel()))
+        >>> kb.add_text("a.md", "Ada Park leads the Lumen launch. Ada Park works with Ben Ito in Dublin.")
+        >>> _ = kb.communities.prepare(progress=False)  # reading never builds
+        >>> tree = kb.communities.tree()
+        >>> [(data["level"], data["kind"]) for _, data in tree.nodes(data=True)]
+        [(0, 'root')]
+        """
         import networkx as nx
 
         graph = nx.DiGraph()
