@@ -8,6 +8,7 @@ igraph and leidenalg are imported only when clustering runs.
 
 from .config import CommunitiesConfig
 from .report import Finding, Report
-from .surface import CommunitySurface, PrepareResult, ReportPage
+from .results import PrepareResult, ReportPage
+from .surface import CommunitySurface
 
 __all__ = ["CommunitiesConfig", "CommunitySurface", "Finding", "PrepareResult", "Report", "ReportPage"]

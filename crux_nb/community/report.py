@@ -35,6 +35,10 @@ class Finding:
 
     ``evidence`` holds knowledge refs (encoded ref strings when read back from a trace's plain data);
     ``community_id`` names the report the finding belongs to (None until it is placed in one).
+
+    >>> from crux_nb.refs import ChunkRef
+    >>> Finding("f1", "Platform owns the gateway.", (ChunkRef("doc", "c0001"),))
+    Finding(id='f1', statement='Platform owns the gateway.', evidence=(ChunkRef(source_id='doc', chunk_id='c0001'),), assertion_refs=(), community_id=None)
     """
 
     id: str
@@ -51,6 +55,10 @@ class Report:
     The generation fields (``generation_id``, ``view_revision``, ``graph_generation``,
     ``strategy_fingerprint``) are set when the report is read from a community generation, and make
     its :attr:`lineage`: what a finding hit mapped from this report records.
+
+    >>> report = Report("c1", 0, None, "Gateway", "Who runs it.", (Finding("f1", "Platform runs it."),))
+    >>> report.findings[0].community_id, report.chars, report.rating_chars
+    ('c1', 36, 19)
     """
 
     community_id: str
@@ -93,24 +101,42 @@ class Report:
     # ---------------------------------------------------------------- copies
     def in_generation(self, generation_id: str, *, view_revision: str | None, graph_generation: str,
                       strategy_fingerprint: str) -> Report:
-        """This report as persisted in one community generation."""
+        """This report as persisted in one community generation.
+
+        >>> stored = Report("c1", 0, None, "T", "S").in_generation("g1", view_revision=None, graph_generation="i",
+        ...                                                         strategy_fingerprint="s")
+        >>> stored.generation_id, stored.lineage
+        ('g1', Lineage(view_revision=None, community_generation='g1', report_community_id='c1'))
+        """
         return replace(self, generation_id=generation_id, view_revision=view_revision,
                        graph_generation=graph_generation, strategy_fingerprint=strategy_fingerprint)
 
     def qualified(self) -> Report:
-        """A copy whose finding ids are ``<community_id>:<finding_id>``: unique across the reports of one search."""
+        """A copy whose finding ids are ``<community_id>:<finding_id>``: unique across the reports of one search.
+
+        >>> [f.id for f in Report("c1", 0, None, "T", "S", (Finding("f1", "x"),)).qualified().findings]
+        ['c1:f1']
+        """
         prefix = f"{self.community_id}:"
         return replace(self, findings=tuple(f if f.id.startswith(prefix) else replace(f, id=prefix + f.id)
                                             for f in self.findings))
 
     # ---------------------------------------------------------------- model payloads
     def payload(self) -> dict[str, Any]:
-        """What a map call reads of this report."""
+        """What a map call reads of this report.
+
+        >>> Report("c1", 0, None, "T", "S", (Finding("f1", "x"),)).payload()
+        {'community_id': 'c1', 'level': 0, 'title': 'T', 'summary': 'S', 'findings': [{'id': 'f1', 'statement': 'x'}]}
+        """
         return {"community_id": self.community_id, "level": self.level, "title": self.title, "summary": self.summary,
                 "findings": [{"id": f.id, "statement": f.statement} for f in self.findings]}
 
     def rating_payload(self) -> dict[str, Any]:
-        """What a rating call reads of this report."""
+        """What a rating call reads of this report: no findings.
+
+        >>> Report("c1", 0, None, "T", "S", (Finding("f1", "x"),)).rating_payload()
+        {'community_id': 'c1', 'title': 'T', 'summary': 'S', 'findings': []}
+        """
         return {"community_id": self.community_id, "title": self.title, "summary": self.summary, "findings": []}
 
     # ---------------------------------------------------------------- display

@@ -10,8 +10,8 @@ generation in one commit; a failure leaves the previous generation current.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, replace
-from typing import Any, Iterator, Literal
+from dataclasses import replace
+from typing import Any, Literal
 
 import pandas as pd
 
@@ -20,53 +20,10 @@ from ..errors import ParameterError
 from .config import CommunitiesConfig
 from .frames import (generation_frames, input_fingerprint, read_communities, read_reports,
                      reusable_reports, with_generation)
-from .report import Report
+from .results import PrepareResult, ReportPage
 
 Status = Literal["missing", "building", "ready", "stale"]
 CORPUS = "corpus"
-
-
-@dataclass(frozen=True)
-class PrepareResult:
-    generation_id: str
-    status: str
-    communities: int
-    reports_written: int
-    reports_reused: int
-    calls: int
-    call_log: Any = None
-
-    def __repr__(self) -> str:
-        return (f"PrepareResult(generation_id={self.generation_id!r}, communities={self.communities}, "
-                f"reports_written={self.reports_written}, reports_reused={self.reports_reused}, calls={self.calls})")
-
-
-@dataclass(frozen=True)
-class ReportPage:
-    """One page of reports: iterate it (``for report in page``), ``len(page)``, ``page[0]``; ``cursor`` continues."""
-
-    reports: tuple[Report, ...]
-    cursor: str | None = None
-
-    def __iter__(self) -> Iterator[Report]:
-        return iter(self.reports)
-
-    def __len__(self) -> int:
-        return len(self.reports)
-
-    def __getitem__(self, index: int) -> Report:
-        return self.reports[index]
-
-    def _repr_html_(self) -> str:
-        from ..display.html import report_page_html
-
-        return report_page_html(self)
-
-    def to_frame(self) -> pd.DataFrame:
-        return pd.DataFrame([{"community_id": r.community_id, "level": r.level, "parent_id": r.parent_id,
-                              "title": r.title, "findings": len(r.findings), "n_chunks": r.n_chunks}
-                             for r in self.reports],
-                            columns=["community_id", "level", "parent_id", "title", "findings", "n_chunks"])
 
 
 class CommunitySurface:
