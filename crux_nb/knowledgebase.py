@@ -48,6 +48,16 @@ class KnowledgeBase(GraphExports, CommunityAccess, Saving):
 
     Frames returned by the properties are copies: changing them never changes
     the knowledge base. Every change is all-or-nothing.
+
+    >>> import crux_nb
+    >>> kb = crux_nb.knowledge_base(id="docs")
+    >>> kb.add_text("plan.md", "# Plan\\n\\nThe launch moved to May.")
+    >>> kb
+    KnowledgeBase(id='docs', namespace='docs', documents=1, sections=1, chunks=1, entities=0, edges=0)
+    >>> chunks = kb.chunks
+    >>> chunks.loc[0, "content"] = "changed"  # a copy: the knowledge base keeps its own
+    >>> kb.chunks.loc[0, "content"]
+    '# Plan\\n\\nThe launch moved to May.'
     """
 
     def __init__(self, *, id: str, namespace: str, chunk_size: int = DEFAULT_CHUNK_SIZE, state: KBState | None = None):
