@@ -33,7 +33,17 @@ NEEDS_COMMUNITIES = ("global_search() requires connected knowledge communities. 
 
 @dataclass(frozen=True)
 class Preflight:
-    """The cost of a run before any map call: reports, batches, input characters, calls."""
+    """The cost of a run before any map call: reports, batches, input characters, calls.
+
+    >>> import crux_nb
+    >>> from crux_nb.models import OfflineModel
+    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=OfflineModel()))
+    >>> kb.add_text("a.md", "Ada Park leads the Lumen launch. Ada Park works with Ben Ito in Dublin.")
+    >>> _ = kb.communities.prepare(progress=False)
+    >>> plan = kb.recipe(steps=[crux_nb.global_search(model=OfflineModel(), detail="detailed")]).plan("Ben Ito")
+    >>> plan.reports, plan.calls, plan.coverage
+    (1, 1, 'exact')
+    """
 
     reports: int
     batches: int
