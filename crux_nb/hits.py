@@ -119,14 +119,12 @@ class Lineage:
 class FindingCitation:
     """What a finding hit cites: the chunks supporting it and the report it was mapped from (``lineage``).
 
-    >>> import crux_nb
-    >>> from crux_nb.models import OfflineModel
-    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=OfflineModel()))
-    >>> kb.add_text("a.md", "Ada Park leads the Lumen launch. Ada Park works with Ben Ito in Dublin.")
-    >>> _ = kb.communities.prepare(progress=False)
-    >>> hit = kb.recipe(steps=[crux_nb.global_search(model=OfflineModel(), detail="detailed")]).retrieve("Ben Ito")[0]
-    >>> hit.citation.supports, hit.citation.lineage.report_community_id == kb.communities.reports()[0].community_id
-    ((ChunkRef(source_id='a.md', chunk_id='c0000'),), True)
+    Global search makes them (see :class:`FindingHit`); the target hashes the statement and the cited ids.
+
+    >>> from crux_nb.refs import ChunkRef
+    >>> citation = FindingCitation("finding:ab12", (ChunkRef("a.md", "c0000"),), (), Lineage(None, "cg-1", "c1"))
+    >>> citation.lineage.report_community_id, [str(r) for r in citation.supports]
+    ('c1', ['chunk:a.md:c0000'])
     """
 
     finding_target: str
