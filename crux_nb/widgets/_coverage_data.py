@@ -82,7 +82,23 @@ class CallInfo:
 
 @dataclass(frozen=True)
 class CoverageFinding:
-    """A finding hit with its citation resolved to report findings (``cited``) and chunk refs (``supports``)."""
+    """A finding hit with its citation resolved to report findings (``cited``) and chunk refs (``supports``).
+
+    Examples
+    --------
+    >>> import crux_nb
+    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
+    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+    >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+    >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+    >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
+    >>> from crux_nb.widgets import coverage_data
+    >>> finding = coverage_data(result).findings[1]
+    >>> finding.rank, finding.statement, finding.resolution
+    (2, 'Priya Raman leads the Platform team.', 'verified')
+    >>> [c.statement for c in finding.cited], finding.cited_communities == (finding.community_id,)
+    (['Priya Raman leads the Platform team.'], True)
+    """
 
     rank: int
     target: str
@@ -103,7 +119,25 @@ class CoverageFinding:
 
 @dataclass(frozen=True)
 class CoverageData:
-    """The global-search step of one run: coverage, what was read, what was mapped, and the findings."""
+    """The global-search step of one run: coverage, what was read, what was mapped, and the findings.
+
+    What ``CoverageView(result).data`` holds; ``coverage_data(result)`` reads it without a widget.
+
+    Examples
+    --------
+    >>> import crux_nb
+    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
+    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+    >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+    >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+    >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
+    >>> from crux_nb.widgets import coverage_data
+    >>> data = coverage_data(result)
+    >>> data.coverage, data.available["reports"], data.processed["reports"], len(data.batches)
+    ('exact', 1, 1, 1)
+    >>> [data.status(cid) for cid in data.tree_order()], data.call_counts()["map"]
+    (['mapped', 'unread', 'unread'], 1)
+    """
 
     step_id: str
     query: str
@@ -141,6 +175,21 @@ class CoverageData:
         return self.threshold is not None
 
     def find(self, target: str | None) -> CoverageFinding | None:
+        """The finding hit with this finding target (None when there is none).
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
+        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+        >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+        >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
+        >>> from crux_nb.widgets import coverage_data
+        >>> data = coverage_data(result)
+        >>> data.find(result.hits[1].citation.finding_target).statement, data.find("finding:0000")
+        ('Priya Raman leads the Platform team.', None)
+        """
         for f in self.findings:
             if f.target == target:
                 return f
@@ -218,6 +267,21 @@ class CoverageData:
 
     # ------------------------------------------------------------------- frames
     def to_frame(self, by: str = "finding") -> pd.DataFrame:
+        """One row per finding, support, community or batch (``by``; see :meth:`CoverageView.to_frame`).
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
+        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+        >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+        >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
+        >>> from crux_nb.widgets import coverage_data
+        >>> coverage_data(result).to_frame("batch")[["batch", "prompt_id", "reports", "findings", "calls", "ok"]]
+           batch             prompt_id  reports  findings  calls    ok
+        0      1  globalSearch:batch:1        1         2      1  True
+        """
         if by not in FRAME_COLUMNS:
             raise ParameterError("CoverageView.to_frame()", "by", f"one of {list(FRAME_COLUMNS)}", by)
         rows = getattr(self, f"_rows_{by}")()
