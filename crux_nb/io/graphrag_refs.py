@@ -51,7 +51,16 @@ class Reference:
 
 
 def parse_references(text: Any) -> tuple[list[Reference], int]:
-    """Every reference in ``text`` in order of appearance, and the number of ``+more`` markers."""
+    """Every reference in ``text`` in order of appearance, and the number of ``+more`` markers.
+
+    Examples
+    --------
+    >>> refs, more = parse_references("Atlas is down [Data: Sources (3, 7); Reports (1, +more)]. No data here.")
+    >>> [(r.kind, r.id) for r in refs], more
+    ([('sources', '3'), ('sources', '7'), ('reports', '1')], 1)
+    >>> parse_references(None)
+    ([], 0)
+    """
     if not isinstance(text, str):
         return [], 0
     refs: list[Reference] = []
@@ -72,12 +81,28 @@ def parse_references(text: Any) -> tuple[list[Reference], int]:
 
 
 def strip_references(text: str) -> str:
-    """``text`` without its ``[Data: ...]`` blocks (and the spaces before them)."""
+    """``text`` without its ``[Data: ...]`` blocks (and the spaces before them).
+
+    Examples
+    --------
+    >>> strip_references("Atlas is down [Data: Sources (3, 7)]. Platform owns it [Data: Entities (2)].")
+    'Atlas is down. Platform owns it.'
+    """
     return _STRIP.sub("", text).strip()
 
 
 def format_references(ids: Mapping[str, Iterable[Any]]) -> str:
-    """A ``[Data: ...]`` block citing ``ids`` by kind (kinds in :data:`KINDS` order; empty kinds left out)."""
+    """A ``[Data: ...]`` block citing ``ids`` by kind (kinds in :data:`KINDS` order; empty kinds left out).
+
+    Examples
+    --------
+    >>> format_references({"reports": [1], "sources": [3, 7], "claims": []})
+    '[Data: Sources (3, 7); Reports (1)]'
+    >>> parse_references(format_references({"entities": [5]}))[0]
+    [Reference(kind='entities', id='5')]
+    >>> format_references({})
+    ''
+    """
     parts = [f"{_LABELS[k]} ({', '.join(str(i) for i in ids[k])})" for k in KINDS if list(ids.get(k, ()))]
     return f"[Data: {'; '.join(parts)}]" if parts else ""
 

@@ -22,7 +22,16 @@ FRAMES = ("documents", "text_units", "entities", "relationships", "communities",
 
 @dataclass
 class ReferenceCounts:
-    """What the references of the imported findings resolved to."""
+    """What the references of the imported findings resolved to.
+
+    Examples
+    --------
+    >>> from crux_nb.io import ReferenceCounts
+    >>> counts = ReferenceCounts(findings=1, findings_with_references=1, findings_resolved=1)
+    >>> counts.add("sources", True); counts.add("entities", False)
+    >>> counts
+    ReferenceCounts(findings=1, resolved_findings=1, fallback=0, references=2, resolved=1, unresolved=1, more_markers=0)
+    """
 
     findings: int = 0
     findings_with_references: int = 0  # cite at least one id
@@ -35,6 +44,15 @@ class ReferenceCounts:
     by_kind: dict[str, dict[str, int]] = field(default_factory=dict)  # kind -> {"cited", "resolved"}
 
     def add(self, kind: str, resolved: bool) -> None:
+        """Count one cited id of ``kind``, resolved to chunks or not.
+
+        Examples
+        --------
+        >>> counts = ReferenceCounts()
+        >>> counts.add("sources", True); counts.add("sources", False); counts.add("reports", True)
+        >>> counts.resolved, counts.unresolved, counts.by_kind["sources"]
+        (2, 1, {'cited': 2, 'resolved': 1})
+        """
         self.references += 1
         entry = self.by_kind.setdefault(kind, {"cited": 0, "resolved": 0})
         entry["cited"] += 1
@@ -50,6 +68,16 @@ class ReferenceCounts:
         return cls(**{**data, "by_kind": {k: dict(v) for k, v in data.get("by_kind", {}).items()}})
 
     def to_dict(self) -> dict[str, Any]:
+        """Plain JSON data (kinds sorted); :meth:`from_dict` reads it back.
+
+        Examples
+        --------
+        >>> counts = ReferenceCounts(findings=2)
+        >>> counts.add("sources", True)
+        >>> data = counts.to_dict()
+        >>> data["references"], data["by_kind"], ReferenceCounts.from_dict(data) == counts
+        (1, {'sources': {'cited': 1, 'resolved': 1}}, True)
+        """
         return {"findings": self.findings, "findings_with_references": self.findings_with_references,
                 "findings_resolved": self.findings_resolved, "findings_fallback": self.findings_fallback,
                 "references": self.references, "resolved": self.resolved, "unresolved": self.unresolved,
@@ -65,7 +93,15 @@ class ReferenceCounts:
 @dataclass(frozen=True)
 class GraphRAGWarning:
     """Rows the import left out or completed, counted: ``code``, where (``table``, ``column``), how many rows,
-    the first few row numbers and what was done."""
+    the first few row numbers and what was done.
+
+    Examples
+    --------
+    >>> from crux_nb.io import GraphRAGWarning
+    >>> w = GraphRAGWarning("placeholder_entity", "relationships", "source", 7, (0, 4, 9), "added as placeholders")
+    >>> print(w)
+    relationships.source: 7 row(s) (0, 4, 9 …): added as placeholders
+    """
 
     code: str
     table: str
@@ -81,7 +117,18 @@ class GraphRAGWarning:
 
 @dataclass(frozen=True)
 class GraphRAGImport:
-    """How a GraphRAG folder was imported: counts, reference resolution, and GraphRAG's ids by crux id."""
+    """How a GraphRAG folder was imported: counts, reference resolution, and GraphRAG's ids by crux id.
+
+    ``read_graphrag()`` puts one on ``kb.graphrag``; here one is made by hand.
+
+    Examples
+    --------
+    >>> from crux_nb.io import GraphRAGImport, ReferenceCounts
+    >>> details = GraphRAGImport(folder="output", layout="graphrag-3", counts={"chunks": 4, "entities": 2},
+    ...                          references=ReferenceCounts(references=3, resolved=2, unresolved=1))
+    >>> details
+    GraphRAGImport(chunks=4, entities=2, mentions=None, related=None, communities=None, references_resolved=2/3)
+    """
 
     folder: str
     layout: str
@@ -97,7 +144,16 @@ class GraphRAGImport:
     covariates: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
 
     def to_record(self) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
-        """Plain JSON data and the id-mapping frames: how the import is saved with the knowledge base."""
+        """Plain JSON data and the id-mapping frames: how the import is saved with the knowledge base.
+
+        Examples
+        --------
+        >>> details = GraphRAGImport(folder="output", layout="graphrag-3", counts={"chunks": 4},
+        ...                          references=ReferenceCounts())
+        >>> record, frames = details.to_record()
+        >>> record["counts"], sorted(frames), GraphRAGImport.from_record(record, frames).counts
+        ([['chunks', 4]], ['communities', 'covariates', 'documents', 'entities', 'relationships', 'text_units'], {'chunks': 4})
+        """
         # counts as pairs: the manifest's JSON sorts keys, and their order is the order to_frame() shows
         record = {"folder": self.folder, "layout": self.layout, "counts": [[k, v] for k, v in self.counts.items()],
                   "references": self.references.to_dict(), "notes": list(self.notes),
@@ -113,7 +169,20 @@ class GraphRAGImport:
                    warnings=warnings, **{name: frames[name] for name in FRAMES if name in frames})
 
     def to_frame(self) -> pd.DataFrame:
-        """The counts and the reference resolution as one two-column frame."""
+        """The counts and the reference resolution as one two-column frame.
+
+        Examples
+        --------
+        >>> details = GraphRAGImport(folder="output", layout="graphrag-3", counts={"chunks": 4, "entities": 2},
+        ...                          references=ReferenceCounts(findings=3, findings_resolved=2, findings_fallback=1))
+        >>> details.to_frame().head(5)
+                                                  what  count
+        0                                       chunks      4
+        1                                     entities      2
+        2                                     findings      3
+        3            findings with resolved references      2
+        4  findings on community text units (fallback)      1
+        """
         refs = self.references
         rows = list(self.counts.items()) + [
             ("findings", refs.findings), ("findings with resolved references", refs.findings_resolved),

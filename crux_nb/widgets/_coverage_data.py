@@ -1,9 +1,8 @@
 """What the coverage view shows, read from a global-search run trace (and optionally a knowledge base).
 
 Pure data, no widgets: :func:`~crux_nb.widgets._coverage_read.coverage_data` finds the ``global_search`` step of a
-:class:`~crux_nb.retrieval.RetrievalResult` (or a :class:`~crux_nb.retrieval.RecipeTrace`, or the
-plain data of ``trace.to_dict()``) and returns a :class:`CoverageData` that both the widget and the
-static HTML use.
+:class:`~crux_nb.retrieval.RetrievalResult` (or a :class:`~crux_nb.retrieval.RecipeTrace`, or the plain data of
+``trace.to_dict()``) and returns a :class:`CoverageData` that both the widget and the static HTML use.
 
 Each finding hit is resolved to the report findings it cites. A hit records the union of the
 cited findings' supports and a ``finding_target`` hashed from its statement and the cited ids, not
@@ -82,7 +81,23 @@ class CallInfo:
 
 @dataclass(frozen=True)
 class CoverageFinding:
-    """A finding hit with its citation resolved to report findings (``cited``) and chunk refs (``supports``)."""
+    """A finding hit with its citation resolved to report findings (``cited``) and chunk refs (``supports``).
+
+    Examples
+    --------
+    >>> import crux_nb
+    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
+    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+    >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+    >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+    >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
+    >>> from crux_nb.widgets import coverage_data
+    >>> finding = coverage_data(result).findings[1]
+    >>> finding.rank, finding.statement, finding.resolution
+    (2, 'Priya Raman leads the Platform team.', 'verified')
+    >>> [c.statement for c in finding.cited], finding.cited_communities == (finding.community_id,)
+    (['Priya Raman leads the Platform team.'], True)
+    """
 
     rank: int
     target: str
@@ -103,7 +118,23 @@ class CoverageFinding:
 
 @dataclass(frozen=True)
 class CoverageData:
-    """The global-search step of one run: coverage, what was read, what was mapped, and the findings."""
+    """The global-search step of one run: coverage, what was read, what was mapped, and the findings.
+
+    Examples
+    --------
+    >>> import crux_nb
+    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
+    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+    >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+    >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+    >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
+    >>> from crux_nb.widgets import coverage_data
+    >>> data = coverage_data(result)
+    >>> data.coverage, data.available["reports"], data.processed["reports"], len(data.batches)
+    ('exact', 1, 1, 1)
+    >>> [data.status(cid) for cid in data.tree_order()], data.call_counts()["map"]
+    (['mapped', 'unread', 'unread'], 1)
+    """
 
     step_id: str
     query: str
@@ -141,6 +172,21 @@ class CoverageData:
         return self.threshold is not None
 
     def find(self, target: str | None) -> CoverageFinding | None:
+        """The finding hit with this finding target (None when there is none).
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
+        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+        >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+        >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
+        >>> from crux_nb.widgets import coverage_data
+        >>> data = coverage_data(result)
+        >>> data.find(result.hits[1].citation.finding_target).statement, data.find("finding:0000")
+        ('Priya Raman leads the Platform team.', None)
+        """
         for f in self.findings:
             if f.target == target:
                 return f
@@ -177,7 +223,18 @@ class CoverageData:
         return self.others.get(community_id, (None, "", 0))[1]
 
     def status(self, community_id: str) -> str:
-        """mapped | visited | skipped | truncated | excluded | unread (see ``STATUS_LABELS``)."""
+        """mapped | visited | skipped | truncated | excluded | unread (see ``STATUS_LABELS``).
+
+        Examples
+        --------
+        >>> import crux_nb; from crux_nb.widgets import coverage_data
+        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
+        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+        >>> _ = kb.communities.prepare(); search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+        >>> data = coverage_data(kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?"))
+        >>> [(data.title(c), data.status(c)) for c in data.tree_order()][:2]
+        [('Priya Raman; Atlas and Platform', 'mapped'), ('Priya Raman', 'unread')]
+        """
         if community_id in self._lookup["excluded"]:
             return "excluded"
         if community_id in self._lookup["mapped"]:
@@ -203,7 +260,18 @@ class CoverageData:
         return max(levels) + 1 if levels else 0
 
     def call_counts(self) -> dict[str, int]:
-        """Calls in the log by task: ``map``/``rate`` first attempts, their repairs, failures, others."""
+        """Calls in the log by task: ``map``/``rate`` first attempts, their repairs, failures, others.
+
+        Examples
+        --------
+        >>> import crux_nb; from crux_nb.widgets import coverage_data
+        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
+        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+        >>> _ = kb.communities.prepare(); search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+        >>> data = coverage_data(kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?"))
+        >>> data.call_counts()
+        {'map': 1, 'map_repairs': 0, 'rate': 0, 'rate_repairs': 0, 'other': 0, 'failed': 0}
+        """
         counts = dict.fromkeys(("map", "map_repairs", "rate", "rate_repairs", "other", "failed"), 0)
         for c in self.calls or ():
             kind = {"map_findings": "map", "rate": "rate"}.get(c.task, "other")
@@ -218,6 +286,21 @@ class CoverageData:
 
     # ------------------------------------------------------------------- frames
     def to_frame(self, by: str = "finding") -> pd.DataFrame:
+        """One row per finding, support, community or batch (``by``; see :meth:`CoverageView.to_frame`).
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
+        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+        >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+        >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
+        >>> from crux_nb.widgets import coverage_data
+        >>> coverage_data(result).to_frame("batch")[["batch", "prompt_id", "reports", "findings", "calls", "ok"]]
+           batch             prompt_id  reports  findings  calls    ok
+        0      1  globalSearch:batch:1        1         2      1  True
+        """
         if by not in FRAME_COLUMNS:
             raise ParameterError("CoverageView.to_frame()", "by", f"one of {list(FRAME_COLUMNS)}", by)
         rows = getattr(self, f"_rows_{by}")()
@@ -248,7 +331,18 @@ class CoverageData:
                 for f in self.findings for ref in f.supports]
 
     def tree_order(self) -> tuple[str, ...]:
-        """Community ids in depth-first drawing order."""
+        """Community ids in depth-first drawing order.
+
+        Examples
+        --------
+        >>> import crux_nb; from crux_nb.widgets import coverage_data
+        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
+        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+        >>> _ = kb.communities.prepare(); search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+        >>> data = coverage_data(kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?"))
+        >>> [data.unit(c).level for c in data.tree_order()]
+        [1, 0, 0]
+        """
         return tuple(tree_layout(coverage_nodes(self))[1])
 
     def _rows_community(self) -> list[dict]:

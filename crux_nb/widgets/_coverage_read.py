@@ -184,6 +184,20 @@ def coverage_data(result: Any, *, kb: Any = None) -> CoverageData:
     """Read the global-search step of ``result`` (a RetrievalResult, a RecipeTrace or ``trace.to_dict()``).
 
     ``kb`` (optional) adds the text of every cited chunk and the place of excluded reports.
+
+    Examples
+    --------
+    >>> import crux_nb
+    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
+    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+    >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+    >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+    >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
+    >>> data = coverage_data(result, kb=kb)
+    >>> data.step_id, data.query, [f.statement for f in data.findings]
+    ('global-search', 'What does the Platform team do?', ['The Platform team runs Atlas.', 'Priya Raman leads the Platform team.'])
+    >>> coverage_data(result.trace).has_hits, len(coverage_data(result.trace.to_dict()).units)  # a trace: no hits
+    (False, 3)
     """
     from ..hits import FindingHit
     from ..retrieval.results import RetrievalResult

@@ -36,6 +36,25 @@ class ExpansionView(SelectionView):
     Children (for tests and layout): ``header``; then the controls ``type_filter`` (SelectMultiple),
     ``distance_slider`` (IntSlider) and ``hit_select`` (Select) beside ``detail`` (HTML, the selected
     hit); ``graph`` (HTML with the SVG); ``paths`` (HTML table, one row per shown hit).
+
+    Examples
+    --------
+    >>> import crux_nb
+    >>> kb = crux_nb.knowledge_base(id="docs")
+    >>> kb.add_text("plan.md", "Beacon launches in April. Priya Raman owns Beacon.")
+    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+    >>> _ = kb.extract_entities(progress=False)
+    >>> steps = [crux_nb.retrieve(limit=1), crux_nb.expand_relations(types=["mentions"], depth=2)]
+    >>> result = kb.recipe(steps=steps).retrieve_with_trace("When does Beacon launch?")
+    >>> from crux_nb.widgets import ExpansionView
+    >>> view = ExpansionView(result, kb=kb)
+    >>> view
+    ExpansionView(step='expand-relations', added=2, seeds=2)
+    >>> view.selected.ref, view.selected.distance  # the best added hit is selected first
+    ('chunk:team.md:c0000', 1)
+    >>> view.selected_id = "docs:ops.md:c0000"
+    >>> view.selected.path
+    ('chunk:plan.md:c0000', 'entity:priya-raman', 'chunk:team.md:c0000', 'entity:platform', 'chunk:ops.md:c0000')
     """
 
     selected_id = traitlets.Unicode(None, allow_none=True, help="hit key of the selected added hit")
@@ -122,7 +141,24 @@ class ExpansionView(SelectionView):
         return key
 
     def filter(self, *, types: Iterable[str] | None = None, max_distance: int | None = None) -> ExpansionView:
-        """Set the filters (None leaves one unchanged); returns the view."""
+        """Set the filters (None leaves one unchanged); returns the view.
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_text("plan.md", "Beacon launches in April. Priya Raman owns Beacon.")
+        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+        >>> _ = kb.extract_entities(progress=False)
+        >>> steps = [crux_nb.retrieve(limit=1), crux_nb.expand_relations(types=["mentions"], depth=2)]
+        >>> result = kb.recipe(steps=steps).retrieve_with_trace("When does Beacon launch?")
+        >>> from crux_nb.widgets import ExpansionView
+        >>> view = ExpansionView(result).filter(max_distance=1)
+        >>> view, [x.ref for x in view.visible]
+        (ExpansionView(step='expand-relations', added=2, seeds=2, shown=1), ['chunk:team.md:c0000'])
+        >>> view.filter(types=["mentions"], max_distance=5).distance_slider.value  # capped at the deepest hit
+        2
+        """
         if types is not None:
             if isinstance(types, str):
                 types = [types]
@@ -140,12 +176,48 @@ class ExpansionView(SelectionView):
 
     def to_frame(self, *, shown_only: bool = False) -> pd.DataFrame:
         """One row per added hit: position, key, ref, seed, path (with edge types), edges, hops,
-        distance, score, supports, content. ``shown_only=True`` keeps only what the filters show."""
+        distance, score, supports, content. ``shown_only=True`` keeps only what the filters show.
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_text("plan.md", "Beacon launches in April. Priya Raman owns Beacon.")
+        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+        >>> _ = kb.extract_entities(progress=False)
+        >>> steps = [crux_nb.retrieve(limit=1), crux_nb.expand_relations(types=["mentions"], depth=2)]
+        >>> result = kb.recipe(steps=steps).retrieve_with_trace("When does Beacon launch?")
+        >>> from crux_nb.widgets import ExpansionView
+        >>> ExpansionView(result).to_frame()[["ref", "seed", "hops", "distance", "score"]]
+                           ref                 seed  hops  distance  score
+        0  chunk:team.md:c0000  chunk:plan.md:c0000     2         1   1.00
+        1   chunk:ops.md:c0000  chunk:plan.md:c0000     4         2   0.25
+        >>> ExpansionView(result).filter(max_distance=1).to_frame(shown_only=True)["path"].tolist()
+        ['chunk:plan.md:c0000 —mentions→ entity:priya-raman —mentions→ chunk:team.md:c0000']
+        """
         return self._data.to_frame(self.visible if shown_only else None)
 
     def to_networkx(self, *, shown_only: bool = False):
         """The expansion subgraph as a ``networkx.MultiDiGraph`` (see ``crux_nb.io.expansion_graph``):
-        seeds, the paths' nodes and edges, the added hits. ``shown_only=True`` keeps what the filters show."""
+        seeds, the paths' nodes and edges, the added hits. ``shown_only=True`` keeps what the filters show.
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_text("plan.md", "Beacon launches in April. Priya Raman owns Beacon.")
+        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+        >>> _ = kb.extract_entities(progress=False)
+        >>> steps = [crux_nb.retrieve(limit=1), crux_nb.expand_relations(types=["mentions"], depth=2)]
+        >>> result = kb.recipe(steps=steps).retrieve_with_trace("When does Beacon launch?")
+        >>> from crux_nb.widgets import ExpansionView
+        >>> view = ExpansionView(result)
+        >>> graph = view.to_networkx()
+        >>> graph.number_of_nodes(), graph.number_of_edges(), "entity:platform" in graph
+        (6, 4, True)
+        >>> sorted(view.filter(max_distance=1).to_networkx(shown_only=True).nodes)
+        ['chunk:plan.md:c0000', 'chunk:team.md:c0000', 'entity:beacon', 'entity:priya-raman']
+        """
         data = replace(self._data, expansions=self.visible) if shown_only else self._data
         return expansion_graph(data)
 
@@ -189,7 +261,22 @@ class ExpansionView(SelectionView):
 
     # ------------------------------------------------------------------ reprs
     def to_html(self) -> str:
-        """The current view (filters and selection applied) as static HTML."""
+        """The current view (filters and selection applied) as static HTML.
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_text("plan.md", "Beacon launches in April. Priya Raman owns Beacon.")
+        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+        >>> _ = kb.extract_entities(progress=False)
+        >>> steps = [crux_nb.retrieve(limit=1), crux_nb.expand_relations(types=["mentions"], depth=2)]
+        >>> result = kb.recipe(steps=steps).retrieve_with_trace("When does Beacon launch?")
+        >>> from crux_nb.widgets import ExpansionView
+        >>> html = ExpansionView(result).filter(max_distance=1).to_html()
+        >>> html.count("<svg"), "chunk:team.md:c0000" in html, "chunk:ops.md:c0000" in html
+        (1, True, False)
+        """
         return static_html(self._data, shown=self.visible, selected=self.selected)
 
     def __repr__(self) -> str:
