@@ -73,6 +73,16 @@ class Provenance:
 
 @dataclass(frozen=True)
 class EvidenceHit:
+    """A hit on a chunk: its source, text, score and how it was found (``provenance``).
+
+    >>> import crux_nb
+    >>> kb = crux_nb.knowledge_base(id="docs")
+    >>> kb.add_text("a.md", "The launch moved to May.")
+    >>> hit = kb.recipe().retrieve("launch")[0]
+    >>> hit.ref, hit.content, hit.provenance.ranks
+    (ChunkRef(source_id='a.md', chunk_id='c0000'), 'The launch moved to May.', {'bm25': 1})
+    """
+
     namespace: str
     source: Source
     chunk_id: str
@@ -107,6 +117,16 @@ class Lineage:
 
 @dataclass(frozen=True)
 class FindingCitation:
+    """What a finding hit cites: the chunks supporting it and the report it was mapped from (``lineage``).
+
+    Global search makes them (see :class:`FindingHit`); the target hashes the statement and the cited ids.
+
+    >>> from crux_nb.refs import ChunkRef
+    >>> citation = FindingCitation("finding:ab12", (ChunkRef("a.md", "c0000"),), (), Lineage(None, "cg-1", "c1"))
+    >>> citation.lineage.report_community_id, [str(r) for r in citation.supports]
+    ('c1', ['chunk:a.md:c0000'])
+    """
+
     finding_target: str
     supports: tuple[KnowledgeRef, ...]
     assertion_refs: tuple[AssertionRef, ...]
@@ -115,6 +135,18 @@ class FindingCitation:
 
 @dataclass(frozen=True)
 class FindingHit:
+    """A hit of global search: a statement mapped from community reports, with its citation.
+
+    >>> import crux_nb
+    >>> from crux_nb.models import OfflineModel
+    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=OfflineModel()))
+    >>> kb.add_text("a.md", "Ada Park leads the Lumen launch. Ada Park works with Ben Ito in Dublin.")
+    >>> _ = kb.communities.prepare(progress=False)
+    >>> hit = kb.recipe(steps=[crux_nb.global_search(model=OfflineModel(), detail="detailed")]).retrieve("Ben Ito")[0]
+    >>> hit.kind, hit.content
+    ('finding', 'Ada Park works with Ben Ito in Dublin.')
+    """
+
     namespace: str
     content: str
     score: float

@@ -16,7 +16,8 @@ from .errors import CruxError, NotFoundError, ParameterError
 from .schema import SCHEMAS
 from .store.chunking import DEFAULT_CHUNK_SIZE, check_chunk_size
 from .store.ingest import Format, check_unique, frame_specs, path_specs, text_spec
-from .store import persist  # called through the module: tests patch persist.save
+from .store.imports import GraphRAGImport
+from .store.saving import Saving
 from .store.state import KBState, with_edges, with_entities, with_sources, without_sources
 from .validation import check_name
 
@@ -42,11 +43,21 @@ def knowledge_base(*, id: str = "kb", namespace: str | None = None, chunk_size: 
     return kb
 
 
-class KnowledgeBase(GraphExports, CommunityAccess):
+class KnowledgeBase(GraphExports, CommunityAccess, Saving):
     """Documents, sections, chunks, entities and typed edges as pandas DataFrames.
 
     Frames returned by the properties are copies: changing them never changes
     the knowledge base. Every change is all-or-nothing.
+
+    >>> import crux_nb
+    >>> kb = crux_nb.knowledge_base(id="docs")
+    >>> kb.add_text("plan.md", "# Plan\\n\\nThe launch moved to May.")
+    >>> kb
+    KnowledgeBase(id='docs', namespace='docs', documents=1, sections=1, chunks=1, entities=0, edges=0)
+    >>> chunks = kb.chunks
+    >>> chunks.loc[0, "content"] = "changed"  # a copy: the knowledge base keeps its own
+    >>> kb.chunks.loc[0, "content"]
+    '# Plan\\n\\nThe launch moved to May.'
     """
 
     def __init__(self, *, id: str, namespace: str, chunk_size: int = DEFAULT_CHUNK_SIZE, state: KBState | None = None):
@@ -59,7 +70,9 @@ class KnowledgeBase(GraphExports, CommunityAccess):
         self.communities_config = None
         self._communities = None
         self._views: dict[str, dict] = {}
-        self.graphrag = None  # import details, set by crux_nb.io.read_graphrag (in memory only)
+        #: import details of a knowledge base read by ``crux_nb.io.read_graphrag`` (a ``GraphRAGImport``: counts,
+        #: reference resolution, warnings, GraphRAG's ids by crux id); saved with it and restored by ``crux_nb.open``
+        self.graphrag: GraphRAGImport | None = None
         self.path = None  # the folder this knowledge base was opened from or last saved to
         #: view revisions seen in this session, ``{(view id, revision): members}`` (pinned views replay them)
         self.view_revisions: dict[tuple[str, str], tuple] = {}
@@ -97,7 +110,14 @@ class KnowledgeBase(GraphExports, CommunityAccess):
         return self._state.edge_evidence.copy(deep=False)
 
     def frames(self) -> dict[str, pd.DataFrame]:
-        """Every table by name (copies)."""
+        """Every table by name (copies).
+
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_text("a.md", "Alpha.")
+        >>> {name: len(frame) for name, frame in kb.frames().items() if name in ("documents", "chunks", "edges")}
+        {'documents': 1, 'chunks': 1, 'edges': 0}
+        """
         return {t: self._state.frame(t).copy(deep=False) for t in SCHEMAS}
 
     @property
@@ -232,20 +252,43 @@ class KnowledgeBase(GraphExports, CommunityAccess):
         self.commit(lambda s: with_edges(s, frame))
 
     def add_entities(self, frame: pd.DataFrame) -> None:
-        """Add or update entities: ``entity_id``, ``canonical_name``; optional ``type``, ``aliases``, ``description``."""
+        """Add or update entities: ``entity_id``, ``canonical_name``; optional ``type``, ``aliases``, ``description``.
+
+        >>> import pandas as pd, crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_entities(pd.DataFrame({"entity_id": ["ada"], "canonical_name": ["Ada Lovelace"]}))
+        >>> kb.entities[["ref", "canonical_name"]].to_dict("records")
+        [{'ref': 'entity:ada', 'canonical_name': 'Ada Lovelace'}]
+        """
         self.commit(lambda s: with_entities(s, frame))
 
     def extract_entities(self, model: Any = None, *, batch_chars: int = 12_000, progress: bool | None = None,
                          executor: Any = None):
         """Extract entities and relations with ``model`` (offline by default) into ``mentions`` and
-        ``related`` edges; only new or changed sources are sent to the model."""
+        ``related`` edges; only new or changed sources are sent to the model.
+
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_text("a.md", "Ada Lovelace met Charles Babbage in London.")
+        >>> _ = kb.extract_entities()
+        >>> sorted(kb.entities["canonical_name"])
+        ['Ada Lovelace', 'Charles Babbage', 'London']
+        """
         from .extract import extract_entities
 
         return extract_entities(self, model, batch_chars=batch_chars, progress=progress, executor=executor)
 
     # ------------------------------------------------------------------ views
     def view(self, *, id: str, where: dict):
-        """A typed view: sources whose metadata match ``where`` (see ``crux_nb.views``)."""
+        """A typed view: sources whose metadata match ``where`` (see ``crux_nb.views``).
+
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_text("a.md", "Alpha.", metadata={"team": "x"})
+        >>> kb.add_text("b.md", "Beta.", metadata={"team": "y"})
+        >>> sorted(kb.view(id="team-x", where={"team": "x"}).members())
+        ['a.md']
+        """
         from .views import View, field_kinds, normalise_where
 
         check_name("kb.view()", "id", id)
@@ -282,77 +325,27 @@ class KnowledgeBase(GraphExports, CommunityAccess):
         """A retrieval recipe bound to this knowledge base (one ``retrieve()`` step by default).
 
         ``concurrency`` bounds the model calls a step may run at once (global-search map batches);
-        ``executor`` (a ``concurrent.futures`` executor or a ``dask.distributed.Client``) runs them instead."""
+        ``executor`` (a ``concurrent.futures`` executor or a ``dask.distributed.Client``) runs them instead.
+
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_text("a.md", "The launch moved to May.")
+        >>> [str(hit.ref) for hit in kb.recipe(steps=[crux_nb.retrieve(limit=1)]).retrieve("launch")]
+        ['chunk:a.md:c0000']
+        """
         from .retrieval.recipe import Recipe
 
         return Recipe.bind(self, steps=steps, id=id, model=model, concurrency=concurrency, executor=executor)
 
-    def save(self, path: str | os.PathLike, *, partition_rows: int = 100_000, overwrite: bool = False,
-             merge: bool = False, keep: int | None = None) -> str:
-        """Save as a new generation (one Parquet dataset per table, ``partition_rows`` rows per file);
-        returns the generation id. ``crux_nb.store.persist.table_paths(path)`` names the table folders.
-
-        The save publishes only if the folder is still at the generation this knowledge base was read from
-        (``kb.base_generation``; checked under the build lease, atomically with the publish). Otherwise it raises
-        :class:`~crux_nb.errors.ConflictError` (code ``save_conflict``) and writes nothing. The ways out:
-
-        * reopen with ``crux_nb.open(path)`` and apply the change again;
-        * ``merge=True``: apply this knowledge base's source-level changes since its base generation (sources
-          added, replaced or removed, with their extraction results and evidence; edges and entities added) onto
-          the newer generation, and make the result this knowledge base's state. A source changed on both sides
-          differently raises ``ConflictError`` (code ``merge_conflict``). Communities come from the side that
-          rebuilt them (the newer generation's if both did); ``status()`` says ``stale`` when the merged sources
-          differ from what they were built from;
-        * ``overwrite=True``: replace the newer generation (it stays in ``crux_nb.history(path)`` while kept).
-
-        ``keep`` sets how many generations the folder keeps (recorded in the folder; default 2).
-
-        Examples
-        --------
-        >>> import tempfile, crux_nb
-        >>> folder = tempfile.mkdtemp() + "/kb"
-        >>> kb = crux_nb.knowledge_base(id="s")
-        >>> kb.add_text("a.md", "# A\\n\\nAlpha.")
-        >>> kb.save(folder)
-        'g000001'
-        >>> other = crux_nb.open(folder)
-        >>> other.add_text("b.md", "# B\\n\\nBeta.")
-        >>> other.save(folder)
-        'g000002'
-        >>> kb.add_text("c.md", "# C\\n\\nGamma.")
-        >>> kb.save(folder)
-        Traceback (most recent call last):
-        ...
-        crux_nb.errors.ConflictError: kb.save(): ... Nothing was written. Hint: ...
-        >>> kb.save(folder, merge=True)
-        'g000003'
-        >>> sorted(crux_nb.open(folder).documents["source_id"])
-        ['a.md', 'b.md', 'c.md']
-        """
-        persist.check_path("kb.save()", path)
-        generation = persist.save(self, path, partition_rows=partition_rows, overwrite=overwrite, merge=merge, keep=keep)
-        self.path = path
-        return generation
-
-    @property
-    def base(self):
-        """The generation this knowledge base was read from or last saved as (a ``generations.Base``), or None."""
-        return self._base
-
-    @property
-    def base_generation(self) -> str | None:
-        """The id of the generation this knowledge base was read from or last saved as (None if never)."""
-        return None if self._base is None else self._base.generation
-
-    def published(self, state: KBState, base: Any) -> None:
-        """Record a publish (or an open): ``state`` is what the folder holds as generation ``base``."""
-        with self._lock:
-            if state is not self._state:
-                self._state = state
-                self._reader = None
-            self._base = base
-
     def summary(self) -> dict[str, int]:
+        """Row counts of the main tables.
+
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_text("a.md", "# A\\n\\nAlpha.")
+        >>> kb.summary()
+        {'documents': 1, 'sections': 1, 'chunks': 1, 'entities': 0, 'edges': 0}
+        """
         s = self._state
         return {"documents": len(s.documents), "sections": len(s.parents), "chunks": len(s.chunks),
                 "entities": len(s.entities), "edges": len(s.edges)}

@@ -39,6 +39,7 @@ def open_knowledge_base(path: str | os.PathLike, *, verify: bool = True, communi
     meta = saved.manifest["kb"]
     kb = KnowledgeBase(id=meta["id"], namespace=meta["namespace"], chunk_size=meta["chunk_size"], state=saved.state)
     kb.path = saved.root
+    kb.graphrag = saved.graphrag
     kb.published(saved.state, saved.base)
     if communities is not None:
         kb.configure_communities(communities)

@@ -58,6 +58,12 @@ class _Ref:
 
 @dataclass(frozen=True)
 class DocumentRef(_Ref):
+    """A source document.
+
+    >>> str(DocumentRef("notes/plan.md")), DocumentRef("notes/plan.md").segments()
+    ('document:notes/plan.md', ('notes/plan.md',))
+    """
+
     source_id: str
 
     @property
@@ -70,6 +76,12 @@ class DocumentRef(_Ref):
 
 @dataclass(frozen=True)
 class ParentRef(_Ref):
+    """A section (Markdown heading) of a source.
+
+    >>> str(ParentRef("plan.md", "p0001")), ParentRef("plan.md", "p0001").segments()
+    ('parent:plan.md:p0001', ('plan.md', 'p0001'))
+    """
+
     source_id: str
     parent_id: str
 
@@ -83,6 +95,12 @@ class ParentRef(_Ref):
 
 @dataclass(frozen=True)
 class ChunkRef(_Ref):
+    """A chunk of a source; a colon in an id is escaped in the encoding.
+
+    >>> str(ChunkRef("a:b.md", "c0000")), ChunkRef("a:b.md", "c0000").segments()
+    ('chunk:a%3Ab.md:c0000', ('a:b.md', 'c0000'))
+    """
+
     source_id: str
     chunk_id: str
 
@@ -96,6 +114,12 @@ class ChunkRef(_Ref):
 
 @dataclass(frozen=True)
 class EntityRef(_Ref):
+    """An entity.
+
+    >>> str(EntityRef("ada-lovelace")), EntityRef("ada-lovelace").segments()
+    ('entity:ada-lovelace', ('ada-lovelace',))
+    """
+
     entity_id: str
 
     @property
@@ -130,7 +154,11 @@ def _unescape(segment: str) -> str | None:
 
 
 def encode_ref(ref: KnowledgeRef) -> str:
-    """The encoded string of ``ref`` (``chunk:<source>:<chunk>`` and so on)."""
+    """The encoded string of ``ref`` (``chunk:<source>:<chunk>`` and so on).
+
+    >>> encode_ref(ChunkRef("plan.md", "c0002"))
+    'chunk:plan.md:c0002'
+    """
     cached = getattr(ref, "__dict__", {}).get("_encoded")
     if cached is not None:
         return cached
@@ -147,7 +175,13 @@ def encode_ref(ref: KnowledgeRef) -> str:
 
 
 def decode_ref(text: object) -> KnowledgeRef | None:
-    """Parse an encoded ref; ``None`` for anything that is not a valid encoding."""
+    """Parse an encoded ref; ``None`` for anything that is not a valid encoding.
+
+    >>> decode_ref("chunk:a%3Ab.md:c0000")
+    ChunkRef(source_id='a:b.md', chunk_id='c0000')
+    >>> decode_ref("chunk:only-one-segment") is None
+    True
+    """
     if not isinstance(text, str):
         return None
     parts = text.split(":")

@@ -31,6 +31,15 @@ def make_kb(*, chunks: Iterable[tuple], parents: Iterable[tuple] = (), id: str =
 
     ``chunks``: ``(source_id, chunk_id, ordinal, content[, parent_id[, chunk_metadata]])``;
     ``parents``: ``(source_id, parent_id, ordinal[, title])``; ``metadata``: per-source metadata.
+
+    Examples
+    --------
+    >>> kb = make_kb(id="t", chunks=[("guide", "intro", 1, "Intro text.", "top"), ("guide", "usage", 2, "Usage.", "top")],
+    ...              parents=[("guide", "top", 1, "Guide")], metadata={"guide": {"team": "docs"}})
+    >>> kb.chunks[["ref", "parent_id", "content"]].to_dict("records")[0]
+    {'ref': 'chunk:guide:intro', 'parent_id': 'top', 'content': 'Intro text.'}
+    >>> kb.summary()["chunks"], dict(kb.documents["metadata"][0])
+    (2, {'team': 'docs'})
     """
     metadata = metadata or {}
     chunk_rows = []
@@ -66,7 +75,18 @@ def _sort(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
 
 
 def assert_kb_equal(left: KnowledgeBase, right: KnowledgeBase) -> None:
-    """Assert two knowledge bases have equal ids and equal frames (dtypes included)."""
+    """Assert two knowledge bases have equal ids and equal frames (dtypes included).
+
+    Examples
+    --------
+    >>> a = make_kb(chunks=[("guide", "intro", 1, "Intro.")])
+    >>> assert_kb_equal(a, make_kb(chunks=[("guide", "intro", 1, "Intro.")]))
+    >>> try:
+    ...     assert_kb_equal(a, make_kb(chunks=[("guide", "intro", 1, "Intro!")]))
+    ... except AssertionError as exc:
+    ...     print(str(exc).splitlines()[0])
+    kb.chunks.iloc[:, 5] (column name="content") are different
+    """
     assert (left.id, left.namespace) == (right.id, right.namespace), "ids differ"
     for name, frame in left.frames().items():
         pd.testing.assert_frame_equal(frame, right.frames()[name], obj=f"kb.{name}")
@@ -74,7 +94,18 @@ def assert_kb_equal(left: KnowledgeBase, right: KnowledgeBase) -> None:
 
 def require_system(available: bool, reason: str) -> None:
     """In a test: skip with ``reason`` when a system component (a browser, a model server, shared data)
-    is missing; fail instead when the environment variable ``CRUX_REQUIRE_SYSTEM=1`` is set (CI)."""
+    is missing; fail instead when the environment variable ``CRUX_REQUIRE_SYSTEM=1`` is set (CI).
+
+    Examples
+    --------
+    >>> import shutil, pytest
+    >>> require_system(True, "nothing missing")  # returns quietly
+    >>> try:
+    ...     require_system(shutil.which("no-such-tool-xyz") is not None, "no-such-tool-xyz is not installed")
+    ... except (pytest.skip.Exception, pytest.fail.Exception) as exc:
+    ...     print(type(exc).__name__, "-", exc.msg)
+    Skipped - no-such-tool-xyz is not installed
+    """
     import os
 
     import pytest

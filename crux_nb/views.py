@@ -120,7 +120,20 @@ def matches(meta: Mapping[str, Any], where: dict[str, Any]) -> bool:
 
 
 class View:
-    """A typed view of a knowledge base (``kb.view(id=..., where=...)``)."""
+    """A typed view of a knowledge base (``kb.view(id=..., where=...)``): the sources whose metadata match.
+
+    Examples
+    --------
+    >>> import crux_nb
+    >>> kb = crux_nb.knowledge_base(id="docs")
+    >>> kb.add_text("a.md", "The EU launch moved to May.", metadata={"region": "eu"})
+    >>> kb.add_text("b.md", "The US launch stays in March.", metadata={"region": "us"})
+    >>> eu = kb.view(id="eu", where={"region": "eu"})
+    >>> eu
+    View(id='eu', where={'region': ['eu']})
+    >>> [str(h.ref) for h in eu.recipe().retrieve("launch")]
+    ['chunk:a.md:c0000']
+    """
 
     def __init__(self, kb: Any, id: str, where: dict[str, Any], *, pinned: str | None = None):
         self.kb, self.id, self.where, self.pinned = kb, id, where, pinned
@@ -132,7 +145,14 @@ class View:
                       if matches(m, self.where))
 
     def resolve(self) -> ViewRevision:
-        """The current revision: a content hash of the members; recorded so it can be pinned later."""
+        """The current revision: a content hash of the members; recorded so it can be pinned later.
+
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_text("a.md", "Alpha.", metadata={"team": "x"})
+        >>> kb.view(id="x", where={"team": "x"}).resolve()
+        ViewRevision(view_id='x', revision='vr-...', members=('a.md',))
+        """
         state = self.kb.state
         if self.pinned is not None:
             return self._replay(state)
@@ -154,10 +174,30 @@ class View:
         return ViewRevision(self.id, self.pinned, tuple(s for s, _ in recorded))
 
     def at(self, revision: str) -> View:
-        """This view pinned to ``revision`` (checked on every read)."""
+        """This view pinned to ``revision`` (checked on every read): a changed member makes it fail loudly.
+
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_text("a.md", "Alpha.", metadata={"team": "x"})
+        >>> view = kb.view(id="x", where={"team": "x"})
+        >>> pinned = view.at(view.resolve().revision)
+        >>> kb.add_text("a.md", "Alpha, changed.", metadata={"team": "x"})
+        >>> pinned.members()
+        Traceback (most recent call last):
+        ...
+        crux_nb.errors.CruxError: View "x" revision "vr-..." is not exactly replayable; source "a.md" is missing or has changed. ...
+        """
         return View(self.kb, self.id, self.where, pinned=revision)
 
     def members(self) -> set[str]:
+        """The source ids of the current (or pinned) revision.
+
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_text("a.md", "Alpha.", metadata={"team": "x"})
+        >>> kb.view(id="x", where={"team": "x"}).members()
+        {'a.md'}
+        """
         return set(self.resolve().members)
 
     @property
@@ -175,13 +215,29 @@ class View:
 
     def recipe(self, steps: list | None = None, *, id: str | None = None, model: Any = None, concurrency: int = 4,
                executor: Any = None):
-        """A recipe over this view: retrieval, hydration and communities see only its members."""
+        """A recipe over this view: retrieval, hydration and communities see only its members.
+
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_text("a.md", "Alpha launch.", metadata={"team": "x"})
+        >>> kb.add_text("b.md", "Beta launch.", metadata={"team": "y"})
+        >>> len(kb.view(id="x", where={"team": "x"}).recipe().retrieve("launch"))
+        1
+        """
         from .retrieval.recipe import Recipe
 
         return Recipe.bind(self.kb, steps=steps, id=id, model=model, concurrency=concurrency, view=self,
                            executor=executor)
 
     def inspect(self) -> dict[str, Any]:
+        """What the view is, as plain data.
+
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_text("a.md", "Alpha.", metadata={"team": "x"})
+        >>> kb.view(id="x", where={"team": "x"}).inspect()
+        {'id': 'x', 'namespace': 'docs', 'where': {'team': ['x']}, 'revision': None}
+        """
         return {"id": self.id, "namespace": self.kb.namespace, "where": self.where, "revision": self.pinned}
 
     def __repr__(self) -> str:

@@ -5,13 +5,13 @@ import pytest
 import crux_nb
 from crux_nb.community.cluster import Community
 from crux_nb.community.frames import generation_frames, input_fingerprint, with_generation
-from crux_nb.community.reports import Report
+from crux_nb.community import Finding, Report
 from crux_nb.datasets import sample_later_path, sample_path
 from crux_nb.errors import ParameterError, RetrievalConfigError, RetrievalRunError, ValidationExhaustedError
 from crux_nb.models import OfflineModel
 from crux_nb.retrieval import FindingHit, global_search, retrieve
 from crux_nb.retrieval.globalsearch.mapreduce import candidates, reduce
-from crux_nb.retrieval.globalsearch.units import Unit, UnitFinding, auto_detail, select_detail
+from crux_nb.retrieval.globalsearch.units import auto_detail, select_detail
 from crux_nb.hits import Lineage
 from crux_nb.refs import ChunkRef
 
@@ -122,7 +122,7 @@ def test_overview_maps_parents_and_detailed_maps_leaves(built):
 
 def test_detail_rules_on_units():
     def unit(cid, parent, level):
-        return Unit(cid, "g", level, parent, cid, "", (), Lineage(None, "g", cid))
+        return Report(cid, level, parent, cid, "", (), generation_id="g")
 
     units = [unit("leaf-b", "root", 0), unit("root", None, 1), unit("leaf-a", "root", 0)]
     assert [u.community_id for u in select_detail(units, "overview")] == ["root"]
@@ -141,13 +141,11 @@ def inject(kb, n_leaves, statement_chars=500, summary_chars=2000):
     comms, reports = [], {}
     leaf_ids = [f"leaf-{i:04d}" for i in range(n_leaves)]
     comms.append(Community("root", 1, "root", None, tuple(leaf_ids), (chunk,), (), 0))
-    reports["root"] = Report("root", 1, None, "Root", "s", ({"finding_id": "f1", "statement": "root finding",
-                                                            "evidence": (chunk,), "assertion_refs": ()},), "h", 0, 1)
+    reports["root"] = Report("root", 1, None, "Root", "s", (Finding("f1", "root finding", (chunk,)),), "h", 0, 1)
     for cid in leaf_ids:
         comms.append(Community(cid, 0, "leaf", "root", (), (chunk,), (), 0))
         reports[cid] = Report(cid, 0, "root", cid, "s" * summary_chars,
-                              ({"finding_id": "f1", "statement": "x" * statement_chars, "evidence": (chunk,),
-                                "assertion_refs": ()},), cid, 0, 1)
+                              (Finding("f1", "x" * statement_chars, (chunk,)),), cid, 0, 1)
     frames = generation_frames("corpus", "g-injected", comms, reports, input_fp=input_fingerprint(state, None),
                                strategy_fp=kb.communities.config.strategy_fingerprint, view=(None, None), sequence=1,
                                source_hashes=dict(zip(state.documents["source_id"], state.documents["content_hash"])))
@@ -274,9 +272,9 @@ def test_results_do_not_depend_on_concurrency(built, monkeypatch):
 def test_reduce_merges_sorts_clamps_and_cites():
     c = ChunkRef
     units = [
-        Unit("a", "g1", 0, "r", "A", "", (UnitFinding("a:f1", "one", (c("s", "1"), c("s", "2"))),
-                                          UnitFinding("a:f2", "two", (c("s", "2"),), ("as1",))), Lineage(None, "g1", "a")),
-        Unit("b", "g1", 0, "r", "B", "", (UnitFinding("b:f1", "three", (c("s", "3"),)),), Lineage(None, "g1", "b")),
+        Report("a", 0, "r", "A", "", (Finding("a:f1", "one", (c("s", "1"), c("s", "2"))),
+                                      Finding("a:f2", "two", (c("s", "2"),), ("as1",))), generation_id="g1"),
+        Report("b", 0, "r", "B", "", (Finding("b:f1", "three", (c("s", "3"),)),), generation_id="g1"),
     ]
     outs = [{"findings": [{"statement": "S1", "finding_ids": ["a:f2", "a:f1"], "score": 40},
                           {"statement": "S1 better", "finding_ids": ["a:f1", "a:f2"], "score": 90},

@@ -7,26 +7,25 @@ import random
 import pytest
 
 from crux_nb.errors import ParameterError
-from crux_nb.hits import Lineage
 from crux_nb.models import OfflineModel
 from crux_nb.models.rating import calibrated_ratings
 from crux_nb.models.text import terms
 from crux_nb.retrieval import global_search
 from crux_nb.retrieval.globalsearch.best_first import RATING_SHARE
 from crux_nb.retrieval.globalsearch.descent import budget_chars, descend
-from crux_nb.retrieval.globalsearch.units import Unit, UnitFinding
+from crux_nb.community import Finding, Report
 
 # root -> a, b; a -> a1, a2; b -> b1, b2 (leaves)
 TREE = {"root": None, "a": "root", "b": "root", "a1": "a", "a2": "a", "b1": "b", "b2": "b"}
 
 
-def unit(cid: str, parent: str | None, text: str = "") -> Unit:
+def unit(cid: str, parent: str | None, text: str = "") -> Report:
     level = 2 if cid == "root" else (1 if cid in ("a", "b") else 0)
-    findings = (UnitFinding(f"{cid}:f1", f"finding of {cid} {text}".strip(), ()),)
-    return Unit(cid, "g", level, parent, f"title {cid}", f"summary {cid}", findings, Lineage(None, "g", cid))
+    findings = (Finding(f"{cid}:f1", f"finding of {cid} {text}".strip(), ()),)
+    return Report(cid, level, parent, f"title {cid}", f"summary {cid}", findings, generation_id="g")
 
 
-def units(tree=TREE) -> list[Unit]:
+def units(tree=TREE) -> list[Report]:
     return [unit(c, p) for c, p in tree.items()]
 
 
@@ -36,7 +35,7 @@ class Rater:
     def __init__(self, ratings: dict[str, float]):
         self.ratings, self.calls = ratings, []
 
-    def __call__(self, batch: list[Unit], k: int) -> dict[str, float]:
+    def __call__(self, batch: list[Report], k: int) -> dict[str, float]:
         self.calls.append([u.community_id for u in batch])
         return {u.community_id: self.ratings[u.community_id] for u in batch if u.community_id in self.ratings}
 

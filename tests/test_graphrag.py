@@ -105,6 +105,34 @@ def test_tiny_index_import(tiny):
     assert (kb.edge_evidence["provenance"] == "derived").all()
 
 
+def test_import_details_are_saved_with_the_knowledge_base(tiny, tmp_path):
+    kb = read_graphrag(tiny, id="tiny")
+    kb.save(tmp_path / "kb")
+    back = crux_nb.open(tmp_path / "kb").graphrag
+    assert back is not None
+    assert (back.folder, back.layout, back.counts, back.notes) == (kb.graphrag.folder, kb.graphrag.layout,
+                                                                   kb.graphrag.counts, kb.graphrag.notes)
+    assert back.references.to_dict() == kb.graphrag.references.to_dict()
+    assert [str(w) for w in back.warnings] == [str(w) for w in kb.graphrag.warnings] and back.warnings
+    for name in ("documents", "text_units", "entities", "relationships", "communities", "covariates"):
+        pd.testing.assert_frame_equal(getattr(back, name), getattr(kb.graphrag, name), check_dtype=False)
+    pd.testing.assert_frame_equal(back.to_frame(), kb.graphrag.to_frame())
+    # a knowledge base built by crux_nb itself has none, before and after a save
+    own = crux_nb.knowledge_base(id="own")
+    own.add_text("a.md", "Alice met Bob.")
+    own.save(tmp_path / "own")
+    assert own.graphrag is None and crux_nb.open(tmp_path / "own").graphrag is None
+
+
+def test_saved_import_details_are_checksummed(tiny, tmp_path):
+    read_graphrag(tiny, id="tiny").save(tmp_path / "kb")
+    part = next((tmp_path / "kb" / "generations").glob("g*/imported/entities/part-00000.parquet"))
+    frame = pd.read_parquet(part)
+    frame.iloc[:0].to_parquet(part, index=False)
+    with pytest.raises(StorageError, match="imported table 'entities'.*checksum"):
+        crux_nb.open(tmp_path / "kb")
+
+
 def test_tiny_levels_ids_and_findings(tiny):
     kb = read_graphrag(tiny)
     comms = kb.communities.communities.set_index("community_id")

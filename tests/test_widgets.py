@@ -83,7 +83,7 @@ def test_initial_state(view):
     assert [v for _, v in view.hit_select.options] == KEYS
     assert view.hit_select.options[3][0] == "4. chunk:oncall:c1  (d=2)"
     # the first hit is selected, everywhere
-    assert view.selected_key == view.hit_select.value == KEYS[0]
+    assert view.selected_id == view.hit_select.value == KEYS[0]
     assert view.selected == view.expansions[0] and view.selected.path[-1] == "chunk:notes:c1"
     assert "crux-expansion" in view._dom_classes and "crux-hit-select" in view.hit_select._dom_classes
     assert view.hit_select.get_state()["index"] == 0
@@ -109,18 +109,18 @@ def test_edge_type_filter(view):
     assert view.visible == () and view.selected is None and view.hit_select.value is None
     assert "no added hit matches the filters" in view.paths.value and "no hit selected" in view.detail.value
     view.type_filter.value = ("mentions", "related")
-    assert len(view.visible) == 4 and view.selected_key == KEYS[0]
+    assert len(view.visible) == 4 and view.selected_id == KEYS[0]
 
 
 def test_distance_filter_keeps_or_moves_the_selection(view):
     view.hit_select.value = KEYS[1]
     view.distance_slider.value = 0
-    assert [x.key for x in view.visible] == KEYS[:2] and view.selected_key == KEYS[1]  # still shown: kept
+    assert [x.key for x in view.visible] == KEYS[:2] and view.selected_id == KEYS[1]  # still shown: kept
     view.distance_slider.value = 2
     view.hit_select.value = KEYS[3]
     view.distance_slider.value = 1
     assert [x.distance for x in view.visible] == [0, 0, 1]
-    assert view.selected_key == KEYS[0]  # filtered out: the first shown hit is selected
+    assert view.selected_id == KEYS[0]  # filtered out: the first shown hit is selected
     assert "chunk:oncall:c1" not in view.graph.value
 
 
@@ -141,7 +141,7 @@ def test_selecting_a_hit_highlights_its_path(view):
     assert on_edges(first) == [("chunk:plan:c1", "entity:beacon", "mentions"),
                                ("entity:beacon", "chunk:notes:c1", "mentions")]
     view.hit_select.value = KEYS[3]  # what the browser does
-    assert view.selected_key == KEYS[3] and view.selected.distance == 2
+    assert view.selected_id == KEYS[3] and view.selected.distance == 2
     svg = view.graph.value
     assert svg != first
     assert sorted(on_edges(svg)) == sorted(zip(view.selected.path, view.selected.path[1:], view.selected.edges))
@@ -153,7 +153,7 @@ def test_selecting_a_hit_highlights_its_path(view):
 
 def test_selected_setter_and_observers(view):
     seen = []
-    view.observe(lambda change: seen.append(change["new"]), names="selected_key")
+    view.observe(lambda change: seen.append(change["new"]), names="selected_id")
     view.selected = KEYS[2]
     assert view.hit_select.value == KEYS[2] and view.selected.ref == "chunk:ops:c1"
     view.selected = view.expansions[1]

@@ -16,16 +16,14 @@ import pytest
 import crux_nb
 from crux_nb.community.cluster import Community
 from crux_nb.community.frames import generation_frames, input_fingerprint, with_generation
-from crux_nb.community.reports import Report
+from crux_nb.community import Finding, Report
 from crux_nb.errors import ParameterError
 from crux_nb.models import OfflineModel
 from crux_nb.retrieval import global_search, retrieve
 from crux_nb.retrieval.globalsearch.mapreduce import candidates, reduce
-from crux_nb.retrieval.globalsearch.units import Unit, UnitFinding
 from crux_nb.hits import Lineage, to_data
 from crux_nb.refs import ChunkRef
 from crux_nb.widgets import CoverageFinding, CoverageView, coverage_data, coverage_html, coverage_svg
-from crux_nb.widgets._coverage_data import CitedFinding
 from crux_nb.widgets._coverage_read import resolve_citation
 
 SCRIPT = '<script>window.__crux_pwned = 1</script><img src=x onerror="window.__crux_pwned=2">'
@@ -65,8 +63,7 @@ def publish(kb, tree=TREE, generation="g-test"):
         refs = tuple(dict.fromkeys(r for _, _, ev in findings for r in ev))
         comms.append(Community(cid, level, kind, parent, kids, refs, (), 0))
         reports[cid] = Report(cid, level, parent, title, f"Summary of {title}.",
-                              tuple({"finding_id": fid, "statement": s, "evidence": tuple(ev), "assertion_refs": ()}
-                                    for fid, s, ev in findings), f"h-{cid}", 0, len(refs))
+                              tuple(Finding(fid, s, tuple(ev)) for fid, s, ev in findings), f"h-{cid}", 0, len(refs))
     frames = generation_frames("corpus", generation, comms, reports, input_fp=input_fingerprint(state, None),
                                strategy_fp=kb.communities.config.strategy_fingerprint, view=(None, None), sequence=1,
                                source_hashes=dict(zip(state.documents["source_id"], state.documents["content_hash"])))
@@ -126,7 +123,7 @@ def test_initial_state(view, result):
     assert [v for _, v in view.finding_select.options] == [h.citation.finding_target for h in hits]
     assert view.finding_select.options[0][0].startswith("1. ")
     # the first finding is selected, everywhere
-    assert view.selected_target == view.finding_select.value == hits[0].citation.finding_target
+    assert view.selected_id == view.finding_select.value == hits[0].citation.finding_target
     assert isinstance(view.selected, CoverageFinding) and view.selected.hit is hits[0] and view.selected.rank == 1
     assert "crux-coverage" in view._dom_classes and "crux-finding-select" in view.finding_select._dom_classes
     assert view.finding_select.get_state()["index"] == 0
@@ -224,7 +221,7 @@ def test_batches_and_call_log(kb, monkeypatch):
 def test_selecting_a_finding_resolves_its_citation(view):
     owner = next(f for f in view.findings if f.statement.startswith("Priya"))
     view.finding_select.value = owner.target  # what the browser does
-    assert view.selected_target == owner.target and view.selected is owner
+    assert view.selected_id == owner.target and view.selected is owner
     assert owner.resolution == "verified" and [c.id for c in owner.cited] == ["l1:f2"]
     assert owner.supports == (OWNER, PLAN) and owner.community_id == "l1"
     detail = view.detail.value
@@ -243,7 +240,7 @@ def test_a_statement_shared_by_parent_and_leaf_resolves_to_the_mapped_leaf(view)
 
 def test_selected_setter_and_observers(view, result):
     seen = []
-    view.observe(lambda change: seen.append(change["new"]), names="selected_target")
+    view.observe(lambda change: seen.append(change["new"]), names="selected_id")
     second, third = view.findings[1], view.findings[2]
     view.selected = second.target
     assert view.finding_select.value == second.target
@@ -293,15 +290,14 @@ def test_resolution_kinds(result):
 
 def test_resolution_of_a_hit_citing_several_findings():
     c = ChunkRef
-    units = [Unit("a", "g", 0, "r", "A", "", (UnitFinding("a:f1", "one", (c("s", "1"), c("s", "2"))),
-                                              UnitFinding("a:f2", "two", (c("s", "2"),)),
-                                              UnitFinding("a:f3", "three", (c("s", "1"),))), Lineage(None, "g", "a")),
-             Unit("b", "g", 0, "r", "B", "", (UnitFinding("b:f1", "four", (c("s", "2"),)),), Lineage(None, "g", "b"))]
+    units = [Report("a", 0, "r", "A", "", (Finding("a:f1", "one", (c("s", "1"), c("s", "2"))),
+                                          Finding("a:f2", "two", (c("s", "2"),)),
+                                          Finding("a:f3", "three", (c("s", "1"),))), generation_id="g"),
+             Report("b", 0, "r", "B", "", (Finding("b:f1", "four", (c("s", "2"),)),), generation_id="g")]
     hits = reduce(candidates({"findings": [{"statement": "merged", "finding_ids": ["a:f2", "a:f3", "b:f1"],
                                             "score": 70}]}), units, namespace="n", limit=5)
     h = hits[0]
-    pool = [CitedFinding(f.id, u.community_id, f.statement, tuple(str(s) for s in f.supports))
-            for u in units for f in u.findings]
+    pool = [replace(f, evidence=tuple(str(s) for s in f.evidence)) for u in units for f in u.findings]
     cited, how = resolve_citation(h.content, h.citation.finding_target, tuple(str(s) for s in h.citation.supports),
                                   (), h.citation.lineage.report_community_id, pool)
     assert how == "verified" and [x.id for x in cited] == ["a:f2", "a:f3", "b:f1"]

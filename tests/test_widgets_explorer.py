@@ -13,7 +13,7 @@ import pytest
 import crux_nb
 from crux_nb.community.cluster import Community
 from crux_nb.community.frames import generation_frames, input_fingerprint, with_generation
-from crux_nb.community.reports import Report
+from crux_nb.community import Finding, Report
 from crux_nb.errors import ParameterError
 from crux_nb.models import OfflineModel
 from crux_nb.widgets import CommunityExplorer, CommunityInfo, explorer_data, explorer_html, explorer_svg
@@ -53,8 +53,8 @@ def publish(kb, tree=TREE):
         entities = tuple(f"entity:e{i}" for i in range(n_entities))
         comms.append(Community(cid, level, kind, parent, kids, refs, entities, 0))
         reports[cid] = Report(cid, level, parent, title, f"Summary of {title}.",
-                              tuple({"finding_id": fid, "statement": s, "evidence": tuple(ev), "assertion_refs": ()}
-                                    for fid, s, ev in findings), f"h-{cid}", n_entities, len(refs))
+                              tuple(Finding(fid, s, tuple(ev)) for fid, s, ev in findings), f"h-{cid}", n_entities,
+                              len(refs))
     frames = generation_frames("corpus", "g-test", comms, reports, input_fp=input_fingerprint(state, None),
                                strategy_fp=kb.communities.config.strategy_fingerprint, view=(None, None), sequence=1,
                                source_hashes=dict(zip(state.documents["source_id"], state.documents["content_hash"])))

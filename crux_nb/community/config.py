@@ -22,7 +22,16 @@ MODEL_METHODS = MODEL_TASKS  # the one task list (crux_nb.validation)
 
 @dataclass(frozen=True)
 class CommunitiesConfig:
-    """How communities are built: the report model, Leiden's resolution and seed, the budgets."""
+    """How communities are built: the report model, Leiden's resolution and seed, the budgets.
+
+    Made by :func:`crux_nb.communities`; its ``strategy_fingerprint`` decides which stored reports are reused.
+
+    >>> import crux_nb
+    >>> from crux_nb.models import OfflineModel
+    >>> config = crux_nb.communities(model=OfflineModel(), seed=3)
+    >>> config.seed, config.strategy_fingerprint == crux_nb.communities(model=OfflineModel(), seed=3).strategy_fingerprint
+    (3, True)
+    """
 
     model: Any
     id: str = "communities"

@@ -3,54 +3,18 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
 
 from .._hashing import canonical_json
-from ..refs import decode_ref
+from ..refs import decode_ref, encode_ref, is_ref
 from ..schema import coerce, empty_frame
 from .cluster import Community
-from .reports import Report
+from .report import Finding, Report
 
 COMMUNITY_TABLES = ("community_generations", "communities", "community_members", "reports", "report_findings")
-
-
-@dataclass(frozen=True)
-class ReportFinding:
-    id: str
-    statement: str
-    evidence: tuple[Any, ...]  # knowledge refs
-    assertion_refs: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class CommunityReport:
-    """A persisted, immutable community report."""
-
-    community_id: str
-    generation_id: str
-    level: int
-    parent_id: str | None
-    title: str
-    summary: str
-    findings: tuple[ReportFinding, ...]
-    view_revision: str | None
-    graph_generation: str
-    strategy_fingerprint: str
-    member_hash: str
-    n_entities: int
-    n_chunks: int
-
-    def __repr__(self) -> str:
-        return (f"CommunityReport({self.community_id!r}, level={self.level}, title={self.title!r}, "
-                f"findings={len(self.findings)})")
-
-    def _repr_html_(self) -> str:
-        from ..display.html import report_html
-
-        return report_html(self)
 
 
 def input_fingerprint(state: Any, visible_sources: set[str] | None) -> str:
@@ -87,8 +51,8 @@ def generation_frames(scope: str, generation_id: str, communities: list[Communit
                             "member_hash": r.member_hash, "n_entities": r.n_entities, "n_chunks": r.n_chunks,
                             "n_assertions": 0})
         finding_rows += [{"scope": scope, "generation_id": generation_id, "community_id": c.community_id,
-                          "finding_id": f["finding_id"], "ordinal": k, "statement": f["statement"],
-                          "evidence": tuple(f["evidence"]), "assertion_refs": tuple(f["assertion_refs"])}
+                          "finding_id": f.id, "ordinal": k, "statement": f.statement,
+                          "evidence": _encoded(f.evidence), "assertion_refs": tuple(f.assertion_refs)}
                          for k, f in enumerate(r.findings)]
     return {"community_generations": pointer, "communities": pd.DataFrame(comm_rows),
             "community_members": pd.DataFrame(member_rows), "reports": pd.DataFrame(report_rows),
@@ -108,16 +72,22 @@ def with_generation(state: Any, scope: str, frames: dict) -> Any:
     return replace(state, **changes, version=state.version + 1)
 
 
-def read_reports(state: Any, scope: str) -> list[CommunityReport]:
+def _encoded(evidence: tuple) -> tuple[str, ...]:
+    return tuple(encode_ref(e) if is_ref(e) else str(e) for e in evidence)
+
+
+def read_reports(state: Any, scope: str) -> list[Report]:
+    """The persisted reports of ``scope``, with their generation (refs decoded)."""
     reports = state.reports[state.reports["scope"] == scope]
     findings = state.report_findings[state.report_findings["scope"] == scope]
-    by_community: dict[str, list[ReportFinding]] = {}
+    by_community: dict[str, list[Finding]] = {}
     for row in findings.sort_values(["community_id", "ordinal"]).itertuples(index=False):
         by_community.setdefault(row.community_id, []).append(
-            ReportFinding(row.finding_id, row.statement, tuple(decode_ref(e) for e in row.evidence), tuple(row.assertion_refs)))
+            Finding(row.finding_id, row.statement, tuple(decode_ref(e) for e in row.evidence), tuple(row.assertion_refs),
+                    community_id=row.community_id))
     out = []
     for row in reports.sort_values(["level", "community_id"]).itertuples(index=False):
-        out.append(CommunityReport(
+        out.append(Report(
             community_id=row.community_id, generation_id=row.generation_id, level=int(row.level),
             parent_id=row.parent_id if isinstance(row.parent_id, str) else None, title=row.title, summary=row.summary,
             findings=tuple(by_community.get(row.community_id, ())),
@@ -152,10 +122,8 @@ def reusable_reports(state: Any, strategy_fp: str) -> dict[str, Report]:
         for r in read_reports(state, scope):
             if r.strategy_fingerprint != strategy_fp or r.member_hash in out:
                 continue
-            out[r.member_hash] = Report(
-                community_id=r.community_id, level=r.level, parent_id=r.parent_id, title=r.title, summary=r.summary,
-                findings=tuple({"finding_id": f.id, "statement": f.statement,
-                                "evidence": tuple(str(e) for e in f.evidence), "assertion_refs": f.assertion_refs}
-                               for f in r.findings),
-                member_hash=r.member_hash, n_entities=r.n_entities, n_chunks=r.n_chunks)
+            # as written: no generation, evidence as the encoded refs a model reads and writes
+            out[r.member_hash] = replace(r, findings=tuple(replace(f, evidence=_encoded(f.evidence)) for f in r.findings),
+                                         generation_id=None, view_revision=None, graph_generation=None,
+                                         strategy_fingerprint=None)
     return out

@@ -10,25 +10,13 @@ ancestors.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any
 
 from .._hashing import stable_hash
 from .cluster import Community
 from .config import CHILD_CONTRIBUTION
-
-
-@dataclass(frozen=True)
-class Report:
-    community_id: str
-    level: int
-    parent_id: str | None
-    title: str
-    summary: str
-    findings: tuple[dict[str, Any], ...]  # {"finding_id", "statement", "evidence": tuple, "assertion_refs": tuple}
-    member_hash: str
-    n_entities: int
-    n_chunks: int
+from .report import Finding, Report
 
 
 def member_hashes(communities: list[Community], chunk_text: dict[str, str], entity_names: dict[str, str]) -> dict[str, str]:
@@ -68,10 +56,10 @@ def parent_input(c: Community, children: list[Report]) -> dict[str, Any]:
         budget = CHILD_CONTRIBUTION - len(child.title) - min(len(child.summary), 500)
         findings = []
         for f in child.findings:
-            if len(f["statement"]) > budget:
+            if len(f.statement) > budget:
                 break
-            budget -= len(f["statement"])
-            findings.append({"id": f["finding_id"], "statement": f["statement"], "evidence": list(f["evidence"])})
+            budget -= len(f.statement)
+            findings.append({"id": f.id, "statement": f.statement, "evidence": list(f.evidence)})
         kids.append({"community_id": child.community_id, "title": child.title, "summary": child.summary[:500],
                      "findings": findings})
     return {"community_id": c.community_id, "level": c.level, "entities": [], "chunks": [], "children": kids}
@@ -85,9 +73,9 @@ def to_report(c: Community, output: dict[str, Any], member_hash: str) -> Report:
         if fid in used:  # the model repeated an id: keep findings distinct
             fid = f"{fid}-{k + 1}"
         used.add(fid)
-        findings.append({"finding_id": fid, "statement": f["statement"], "evidence": tuple(f["evidence"]),
-                         "assertion_refs": tuple(a["assertion_id"] if isinstance(a, dict) else a
-                                                 for a in f.get("assertion_refs", ()))})
+        findings.append(Finding(fid, f["statement"], tuple(f["evidence"]),
+                                tuple(a["assertion_id"] if isinstance(a, dict) else a for a in f.get("assertion_refs", ())),
+                                community_id=c.community_id))
     return Report(community_id=c.community_id, level=c.level, parent_id=c.parent_id, title=output["title"],
                   summary=output.get("summary", ""), findings=tuple(findings), member_hash=member_hash,
                   n_entities=len(c.entity_refs), n_chunks=len(c.chunk_refs))
@@ -110,8 +98,9 @@ def write_reports(communities: list[Community], *, model: Any, chunk_text: dict[
             for c in sorted((c for c in communities if c.level == level), key=lambda c: c.community_id):
                 old = reusable.get(hashes[c.community_id])
                 if old is not None:
-                    reports[c.community_id] = Report(**{**old.__dict__, "community_id": c.community_id,
-                                                        "parent_id": c.parent_id, "level": c.level})
+                    reports[c.community_id] = replace(old, community_id=c.community_id, parent_id=c.parent_id,
+                                                      level=c.level, findings=tuple(replace(f, community_id=c.community_id)
+                                                                                    for f in old.findings))
                     continue
                 payload = (parent_input(c, [reports[k] for k in c.child_ids]) if c.child_ids
                            else leaf_input(c, chunk_text, entities))

@@ -10,66 +10,38 @@ generation in one commit; a failure leaves the previous generation current.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, replace
-from typing import Any, Iterator, Literal
+from dataclasses import replace
+from typing import Any, Literal
 
 import pandas as pd
 
 from .._hashing import stable_hash
 from ..errors import ParameterError
 from .config import CommunitiesConfig
-from .frames import (CommunityReport, generation_frames, input_fingerprint, read_communities, read_reports,
+from .frames import (generation_frames, input_fingerprint, read_communities, read_reports,
                      reusable_reports, with_generation)
+from .results import PrepareResult, ReportPage
 
 Status = Literal["missing", "building", "ready", "stale"]
 CORPUS = "corpus"
 
 
-@dataclass(frozen=True)
-class PrepareResult:
-    generation_id: str
-    status: str
-    communities: int
-    reports_written: int
-    reports_reused: int
-    calls: int
-    call_log: Any = None
-
-    def __repr__(self) -> str:
-        return (f"PrepareResult(generation_id={self.generation_id!r}, communities={self.communities}, "
-                f"reports_written={self.reports_written}, reports_reused={self.reports_reused}, calls={self.calls})")
-
-
-@dataclass(frozen=True)
-class ReportPage:
-    """One page of reports: iterate it (``for report in page``), ``len(page)``, ``page[0]``; ``cursor`` continues."""
-
-    reports: tuple[CommunityReport, ...]
-    cursor: str | None = None
-
-    def __iter__(self) -> Iterator[CommunityReport]:
-        return iter(self.reports)
-
-    def __len__(self) -> int:
-        return len(self.reports)
-
-    def __getitem__(self, index: int) -> CommunityReport:
-        return self.reports[index]
-
-    def _repr_html_(self) -> str:
-        from ..display.html import report_page_html
-
-        return report_page_html(self)
-
-    def to_frame(self) -> pd.DataFrame:
-        return pd.DataFrame([{"community_id": r.community_id, "level": r.level, "parent_id": r.parent_id,
-                              "title": r.title, "findings": len(r.findings), "n_chunks": r.n_chunks}
-                             for r in self.reports],
-                            columns=["community_id", "level", "parent_id", "title", "findings", "n_chunks"])
-
-
 class CommunitySurface:
-    """Communities of one scope of a knowledge base (the whole corpus, or a view revision)."""
+    """Communities of one scope of a knowledge base (the whole corpus, or a view revision): ``kb.communities``.
+
+    Examples
+    --------
+    >>> import crux_nb
+    >>> from crux_nb.models import OfflineModel
+    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=OfflineModel()))
+    >>> kb.add_text("a.md", "Ada Park leads the Lumen launch. Ada Park works with Ben Ito in Dublin.")
+    >>> kb.communities.status()
+    'missing'
+    >>> kb.communities.prepare(progress=False)
+    PrepareResult(generation_id='cg-...', communities=1, reports_written=1, reports_reused=0, calls=1)
+    >>> kb.communities.status(), len(kb.communities.reports())
+    ('ready', 1)
+    """
 
     def __init__(self, kb: Any, config: CommunitiesConfig, *, scope: str = CORPUS,
                  visible_sources: Any = None, view: tuple[str | None, str | None] = (None, None)):
@@ -125,6 +97,17 @@ class CommunitySurface:
         return lease is not None and lease.path.exists() and not lease.is_stale()
 
     def status(self) -> Status:
+        """``missing`` (never built), ``building``, ``ready``, or ``stale`` (the sources changed since).
+
+        >>> import crux_nb
+        >>> from crux_nb.models import OfflineModel
+        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=OfflineModel()))
+        >>> kb.add_text("a.md", "Ada Park leads the Lumen launch. Ada Park works with Ben Ito in Dublin.")
+        >>> _ = kb.communities.prepare(progress=False)
+        >>> kb.add_text("b.md", "Ben Ito runs the Dublin office.")
+        >>> kb.communities.status()
+        'stale'
+        """
         if self._building or self._built_elsewhere():
             return "building"
         state = self.kb.state
@@ -146,6 +129,14 @@ class CommunitySurface:
         members did not change (same id, report reused) and rewrite only the touched ones and their
         ancestors; ``incremental=False`` clusters from scratch (reports of unchanged communities are
         still reused).
+
+        >>> import crux_nb
+        >>> from crux_nb.models import OfflineModel
+        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=OfflineModel()))
+        >>> kb.add_text("a.md", "Ada Park leads the Lumen launch. Ada Park works with Ben Ito in Dublin.")
+        >>> first = kb.communities.prepare(progress=False)
+        >>> kb.communities.prepare(progress=False).status, kb.communities.prepare(force=True, progress=False).calls
+        ('ready', 0)
         """
         from ..models import CallLog
 
@@ -279,6 +270,14 @@ class CommunitySurface:
 
         ``parent_id`` lists that parent's children; ``level`` one level; ``cursor`` continues after a
         community id; ``limit`` caps the page (the next cursor is set only if more remain).
+
+        >>> import crux_nb
+        >>> from crux_nb.models import OfflineModel
+        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=OfflineModel()))
+        >>> kb.add_text("a.md", "Ada Park leads the Lumen launch. Ada Park works with Ben Ito in Dublin.")
+        >>> page = kb.communities.reports(level=0)
+        >>> len(page), page.cursor, type(page[0]).__name__, page[0].findings[0].evidence
+        (1, None, 'Report', (ChunkRef(source_id='a.md', chunk_id='c0000'),))
         """
         owner = "communities.reports()"
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
@@ -315,7 +314,17 @@ class CommunitySurface:
         return self.frame("communities")
 
     def tree(self):
-        """The hierarchy as a networkx DiGraph (parent → child), nodes carrying level, kind and title."""
+        """The hierarchy as a networkx DiGraph (parent → child), nodes carrying level, kind and title.
+
+        >>> import crux_nb
+        >>> from crux_nb.models import OfflineModel
+        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=OfflineModel()))
+        >>> kb.add_text("a.md", "Ada Park leads the Lumen launch. Ada Park works with Ben Ito in Dublin.")
+        >>> _ = kb.communities.prepare(progress=False)  # reading never builds
+        >>> tree = kb.communities.tree()
+        >>> [(data["level"], data["kind"]) for _, data in tree.nodes(data=True)]
+        [(0, 'root')]
+        """
         import networkx as nx
 
         graph = nx.DiGraph()

@@ -21,17 +21,38 @@ __all__ = ["data_path", "sample_path", "sample_later_path", "sample_entities_pat
            "load_python_reference", "load_sample_questions", "sample_questions_path", "load_multihop", "multihop_root"]
 
 def sample_path() -> Path:
-    """The folder of the sample corpus (Markdown with front matter)."""
+    """The folder of the sample corpus (Markdown with front matter).
+
+    Examples
+    --------
+    >>> folder = sample_path()
+    >>> len(list(folder.glob("*.md"))), (folder / "architecture-overview.md").read_text().startswith("---")
+    (40, True)
+    """
     return data_path("sample")
 
 
 def sample_later_path() -> Path:
-    """The folder holding a later launch-plan revision, for freshness demos."""
+    """The folder holding a later launch-plan revision, for freshness demos.
+
+    Examples
+    --------
+    >>> [p.name for p in sample_later_path().iterdir()]
+    ['launch-plan-v4.md']
+    """
     return data_path("sample_later")
 
 
 def sample_entities_path() -> Path:
-    """The hand-made list of the sample corpus's main named entities (CSV: name, type, aliases)."""
+    """The hand-made list of the sample corpus's main named entities (CSV: name, type, aliases).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> entities = pd.read_csv(sample_entities_path())
+    >>> list(entities.columns), entities.iloc[0].tolist()
+    (['name', 'type', 'aliases'], ['Priya Raman', 'person', 'Priya'])
+    """
     return data_path("sample_entities.csv")
 
 
@@ -48,7 +69,16 @@ def load_sample(*, id: str = "lumen", chunk_size: int = 1200) -> KnowledgeBase:
 
 
 def load_python_reference(*, id: str = "pyref", chunk_size: int = 1200) -> KnowledgeBase:
-    """A knowledge base of the Python language reference topics (about 80 sources)."""
+    """A knowledge base of the Python language reference topics (about 80 sources).
+
+    Examples
+    --------
+    >>> kb = load_python_reference()
+    >>> kb.id, "assert" in set(kb.documents["source_id"]), kb.summary()["documents"] > 50
+    ('pyref', True, True)
+    >>> kb.recipe().retrieve("assert statement")[0].source.id
+    'assert'
+    """
     import pandas as pd
     from pydoc_data.topics import topics
 

@@ -25,7 +25,15 @@ MULTIHOP = ("musique", "hotpotqa", "2wiki")
 
 
 def sample_questions_path() -> Path:
-    """The JSON-lines file of the sample corpus's labelled questions."""
+    """The JSON-lines file of the sample corpus's labelled questions.
+
+    Examples
+    --------
+    >>> import json
+    >>> first = json.loads(sample_questions_path().read_text(encoding="utf-8").splitlines()[0])
+    >>> sorted(first)
+    ['gold', 'id', 'kind', 'question']
+    """
     return data_path("sample_questions.jsonl")
 
 
@@ -45,7 +53,21 @@ def load_sample_questions() -> pd.DataFrame:
 
 
 def multihop_root(root: str | os.PathLike | None = None) -> Path | None:
-    """The ``multihop`` folder: ``root``, else ``$CRUX_MULTIHOP``, else ``../shared/data/multihop`` of a checkout."""
+    """The ``multihop`` folder: ``root``, else ``$CRUX_MULTIHOP``, else ``../shared/data/multihop`` of a checkout.
+
+    None when no candidate holds a ``musique`` folder.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> root = Path(tempfile.mkdtemp())
+    >>> multihop_root(root) == root  # no musique/ inside: the next candidate (or None)
+    False
+    >>> (root / "musique").mkdir()
+    >>> multihop_root(root) == root
+    True
+    """
     candidates = [root, os.environ.get("CRUX_MULTIHOP"),
                   Path(__file__).resolve().parents[3] / "shared" / "data" / "multihop"]
     for candidate in candidates:

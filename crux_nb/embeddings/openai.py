@@ -78,6 +78,29 @@ class OpenAIEmbedder:
                             "normalize": self.normalize})
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """POST ``texts`` to ``{base_url}/embeddings`` in batches; vectors in input order, normalised if asked.
+
+        Examples
+        --------
+        A stand-in server on the loopback interface answers the way OpenAI's API does:
+
+        >>> import json, threading
+        >>> from http.server import BaseHTTPRequestHandler, HTTPServer
+        >>> class Server(BaseHTTPRequestHandler):
+        ...     def do_POST(self):
+        ...         texts = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["input"]
+        ...         data = [{"index": i, "embedding": [len(t), 0.0]} for i, t in reversed(list(enumerate(texts)))]
+        ...         self.send_response(200); self.send_header("Content-Type", "application/json"); self.end_headers()
+        ...         self.wfile.write(json.dumps({"data": data}).encode())
+        ...     def log_message(self, *args): pass
+        >>> server = HTTPServer(("127.0.0.1", 0), Server)
+        >>> threading.Thread(target=server.serve_forever, daemon=True).start()
+        >>> emb = OpenAIEmbedder(base_url=f"http://127.0.0.1:{server.server_port}/v1", model="toy", api_key="sk-x",
+        ...                      normalize=False, batch_size=2)
+        >>> emb.embed(["a", "abc", "ab"]).tolist(), emb.dim
+        ([[1.0, 0.0], [3.0, 0.0], [2.0, 0.0]], 2)
+        >>> server.shutdown(); server.server_close()
+        """
         texts = list(texts)
         parts = [self._request(texts[i:i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
         if not parts:

@@ -21,13 +21,36 @@ class Embedder(Protocol):
     (model, weights, dimension), and keys the vectors cached per chunk; ``dim``
     is the vector length; ``embed(texts)`` returns a ``float32`` array of shape
     ``(len(texts), dim)``, the same vectors for the same texts.
+
+    Examples
+    --------
+    Any object with these four members is an embedder (no base class needed):
+
+    >>> import numpy as np
+    >>> from crux_nb.embeddings import Embedder, check_embedder
+    >>> class Lengths:
+    ...     name, fingerprint, dim = "lengths", "lengths-v1", 2
+    ...     def embed(self, texts):
+    ...         return np.array([[len(t), 1.0] for t in texts], dtype=np.float32)
+    >>> isinstance(Lengths(), Embedder), check_embedder(Lengths()).dim
+    (True, 2)
     """
 
     name: str
     fingerprint: str
     dim: int
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """One ``float32`` vector per text, in order: shape ``(len(texts), dim)``.
+
+        Examples
+        --------
+        >>> from crux_nb.embeddings import FunctionEmbedder
+        >>> emb = FunctionEmbedder(lambda texts: [[t.count("a"), 1.0] for t in texts], dim=2)
+        >>> emb.embed(["plan", "banana"]).tolist()
+        [[1.0, 1.0], [3.0, 1.0]]
+        """
+        ...
 
 
 def check_embedder(embedder: Any, *, owner: str = "embedder") -> Any:
@@ -104,6 +127,15 @@ class FunctionEmbedder:
                                                        "version": version})
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """``fn(texts)`` as a ``float32`` array (use :func:`embed_texts` to check its shape too).
+
+        Examples
+        --------
+        >>> emb = FunctionEmbedder(lambda texts: [[len(t)] for t in texts], dim=1, name="length")
+        >>> vectors = emb.embed(["ab", "abcd"])
+        >>> vectors.tolist(), vectors.dtype.name
+        ([[2.0], [4.0]], 'float32')
+        """
         return np.asarray(self.fn(list(texts)), dtype=np.float32)
 
     def __repr__(self) -> str:

@@ -32,7 +32,18 @@ PROGRESS_THRESHOLD = 8  # batches
 
 @dataclass(frozen=True)
 class EmbeddingResult:
-    """What one :func:`embed_chunks` run did."""
+    """What one :func:`embed_chunks` run did.
+
+    Examples
+    --------
+    >>> import crux_nb
+    >>> from crux_nb.embeddings import FunctionEmbedder, embed_chunks
+    >>> kb = crux_nb.knowledge_base(id="demo")
+    >>> kb.add_text("a.md", "Release planning starts in March.")
+    >>> result = embed_chunks(kb, FunctionEmbedder(lambda texts: [[len(t), 1.0] for t in texts], dim=2, name="toy"))
+    >>> result.embedded, result.reused, result.dim
+    (1, 0, 2)
+    """
 
     embedder: str
     fingerprint: str

@@ -20,6 +20,17 @@ class Comparison:
     ``wins``/``losses``/``ties`` count questions where ``b`` scores higher/lower/the same;
     ``mean_diff`` is the mean of ``b - a`` with a percentile-bootstrap interval
     ``(ci_low, ci_high)`` over questions (resampled ``n_boot`` times with ``seed``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from crux_nb.evaluation import paired_comparison
+    >>> c = paired_comparison("bm25", "hybrid", "recall@5", np.array([0.0, 0.5, 1.0]), np.array([1.0, 1.0, 1.0]),
+    ...                       question_ids=["q1", "q2", "q3"])
+    >>> c
+    Comparison('hybrid' vs 'bm25' on recall@5: wins=2, losses=0, ties=1, mean_diff=+0.500, 95% CI [+0.000, +1.000])
+    >>> c.significant
+    False
     """
 
     a: str
@@ -39,11 +50,32 @@ class Comparison:
     per_question: tuple[tuple[str, float, float], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
+        """The summary fields as plain data (no per-question scores).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from crux_nb.evaluation import paired_comparison
+        >>> c = paired_comparison("a", "b", "mrr", np.array([0.5, 1.0]), np.array([1.0, 1.0]), n_boot=100)
+        >>> {k: v for k, v in c.to_dict().items() if k in ("wins", "ties", "mean_a", "mean_b", "n_boot")}
+        {'wins': 1, 'ties': 1, 'mean_a': 0.75, 'mean_b': 1.0, 'n_boot': 100}
+        """
         return {k: getattr(self, k) for k in ("a", "b", "metric", "wins", "losses", "ties", "mean_a", "mean_b",
                                               "mean_diff", "ci_low", "ci_high", "confidence", "n_boot", "seed")}
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per question: ``question_id``, the two scores and their difference."""
+        """One row per question: ``question_id``, the two scores and their difference.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from crux_nb.evaluation import paired_comparison
+        >>> c = paired_comparison("a", "b", "mrr", np.array([0.5, 1.0]), np.array([1.0, 1.0]), question_ids=["q1", "q2"])
+        >>> c.to_frame()
+          question_id    a    b  diff
+        0          q1  0.5  1.0   0.5
+        1          q2  1.0  1.0   0.0
+        """
         frame = pd.DataFrame(list(self.per_question), columns=["question_id", self.a, self.b])
         frame["question_id"] = frame["question_id"].astype("str")
         frame["diff"] = frame[self.b] - frame[self.a]

@@ -71,7 +71,19 @@ def _hit_item(hit: Any, rank: int, gold: Any, found: dict[int, set[str]], name: 
 
 
 def drilldown_html(evaluation: Any, qid: str, names: tuple[str, ...], *, top: int) -> str:
-    """The drill-down HTML for question ``qid`` over recipes ``names``."""
+    """The drill-down HTML for question ``qid`` over recipes ``names``.
+
+    Examples
+    --------
+    >>> import crux_nb, pandas as pd
+    >>> kb = crux_nb.knowledge_base(id="ev")
+    >>> kb.add_text("plan.md", "The launch moved to April."); kb.add_text("team.md", "Priya leads the platform team.")
+    >>> qs = pd.DataFrame({"question": ["Who leads the platform?"], "gold": [["team.md"]]})
+    >>> ev = crux_nb.evaluate({"bm25": kb.recipe()}, qs, k=2)
+    >>> html = drilldown_html(ev, "q001", ("bm25",), top=2)
+    >>> html.count("<li"), html.count("class='crux-gold'"), "recall@2 1.00" in html
+    (1, 1, True)
+    """
     first = evaluation.run(names[0], qid)
     gold = first.gold
     found = _gold_found_by(evaluation, qid, names, top)
@@ -95,7 +107,21 @@ def drilldown_html(evaluation: Any, qid: str, names: tuple[str, ...], *, top: in
 
 
 class DrillDown:
-    """One question of an :class:`~crux_nb.evaluation.Evaluation`, rendered side by side per recipe."""
+    """One question of an :class:`~crux_nb.evaluation.Evaluation`, rendered side by side per recipe.
+
+    Examples
+    --------
+    >>> import crux_nb, pandas as pd
+    >>> kb = crux_nb.knowledge_base(id="ev")
+    >>> kb.add_text("plan.md", "The launch moved to April."); kb.add_text("team.md", "Priya leads the platform team.")
+    >>> qs = pd.DataFrame({"question": ["Who leads the platform?"], "gold": [["team.md"]]})
+    >>> ev = crux_nb.evaluate({"bm25": kb.recipe()}, qs, k=2)
+    >>> view = ev.drilldown("q001")
+    >>> view
+    DrillDown(question_id='q001', recipes=['bm25'], top=2)
+    >>> "q001: Who leads the platform?" in view.to_html()
+    True
+    """
 
     def __init__(self, evaluation: Any, question_id: str, recipes: tuple[str, ...], *, top: int):
         self.evaluation = evaluation
@@ -105,6 +131,19 @@ class DrillDown:
         evaluation.run(recipes[0], question_id)  # a clear error for an unknown question
 
     def to_html(self) -> str:
+        """The drill-down as static HTML (CSS only); gold hits carry ``class='crux-gold'``.
+
+        Examples
+        --------
+        >>> import crux_nb, pandas as pd
+        >>> kb = crux_nb.knowledge_base(id="ev")
+        >>> kb.add_text("plan.md", "The launch moved to April."); kb.add_text("team.md", "Priya leads the platform team.")
+        >>> qs = pd.DataFrame({"question": ["Who leads the platform?"], "gold": [["team.md"]]})
+        >>> ev = crux_nb.evaluate({"bm25": kb.recipe()}, qs, k=2)
+        >>> html = ev.drilldown(0).to_html()
+        >>> html.count("✓"), "chunk:team.md:c0000" in html
+        (1, True)
+        """
         return drilldown_html(self.evaluation, self.question_id, self.recipes, top=self.top)
 
     _repr_html_ = to_html

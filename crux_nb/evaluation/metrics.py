@@ -22,7 +22,16 @@ __all__ = ["Gold", "as_gold", "hit_matches", "question_metrics", "metric_names"]
 
 @dataclass(frozen=True)
 class Gold:
-    """What counts as a relevant hit for one question."""
+    """What counts as a relevant hit for one question.
+
+    Examples
+    --------
+    >>> from crux_nb.evaluation import Gold, as_gold
+    >>> as_gold(["chunk:plan.md:c0000", "team.md"])
+    Gold(items=('chunk:plan.md:c0000', 'team.md'), predicate=None)
+    >>> as_gold(lambda hit: hit.score > 0.5).size
+    1
+    """
 
     items: tuple[str, ...] = ()
     predicate: Callable[[Any], bool] | None = None
@@ -32,7 +41,17 @@ class Gold:
         return 1 if self.predicate is not None else len(self.items)
 
     def matched(self, hit: Any) -> set[int]:
-        """Indices of the gold items ``hit`` matches."""
+        """Indices of the gold items ``hit`` matches.
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="g")
+        >>> kb.add_text("plan.md", "The launch moved to April.")
+        >>> hit = kb.recipe().retrieve("launch")[0]
+        >>> as_gold(["team.md", "plan.md"]).matched(hit), as_gold(["chunk:plan.md:c0001"]).matched(hit)
+        ({1}, set())
+        """
         if self.predicate is not None:
             return {0} if self.predicate(hit) else set()
         chunks, sources = _identities(hit)
@@ -85,7 +104,13 @@ def hit_matches(hits: Sequence[Any], gold: Gold) -> list[bool]:
 
 
 def metric_names(ks: Sequence[int]) -> list[str]:
-    """Column names in order: ``recall@k``, ``precision@k``, ``hit@k`` per k, ``mrr``, ``ndcg@k`` per k."""
+    """Column names in order: ``recall@k``, ``precision@k``, ``hit@k`` per k, ``mrr``, ``ndcg@k`` per k.
+
+    Examples
+    --------
+    >>> metric_names([1, 5])
+    ['recall@1', 'recall@5', 'precision@1', 'precision@5', 'hit@1', 'hit@5', 'mrr', 'ndcg@1', 'ndcg@5']
+    """
     return ([f"{m}@{k}" for m in ("recall", "precision", "hit") for k in ks] + ["mrr"] + [f"ndcg@{k}" for k in ks])
 
 

@@ -26,7 +26,20 @@ __all__ = ["Evaluation", "Run", "evaluate"]
 
 @dataclass(frozen=True)
 class Run:
-    """One recipe on one question: its hits, trace, and which hits matched new gold items."""
+    """One recipe on one question: its hits, trace, and which hits matched new gold items.
+
+    Examples
+    --------
+    >>> import crux_nb, pandas as pd
+    >>> kb = crux_nb.knowledge_base(id="ev")
+    >>> kb.add_text("plan.md", "The launch moved to April."); kb.add_text("team.md", "Priya leads the platform team.")
+    >>> qs = pd.DataFrame({"question": ["When is the launch?", "Who leads the launch and the platform?"],
+    ...                    "gold": [["plan.md"], ["plan.md", "team.md"]]})
+    >>> ev = crux_nb.evaluate({"top1": kb.recipe(steps=[crux_nb.retrieve(limit=1)]), "bm25": kb.recipe()}, qs)
+    >>> run = ev.run("bm25", "q002")
+    >>> run, run.relevant, run.metrics["recall@5"]
+    (Run(recipe='bm25', question_id='q002', hits=2), (True, True), 1.0)
+    """
 
     recipe: str
     question_id: str
@@ -126,7 +139,26 @@ def evaluate(recipes: Mapping[str, Any], questions: pd.DataFrame, *, k: Sequence
 
 
 class Evaluation:
-    """The runs of :func:`evaluate`: frames, a paired comparison, plots and a drill-down view."""
+    """The runs of :func:`evaluate`: frames, a paired comparison, plots and a drill-down view.
+
+    Examples
+    --------
+    >>> import crux_nb, pandas as pd
+    >>> kb = crux_nb.knowledge_base(id="ev")
+    >>> kb.add_text("plan.md", "The launch moved to April."); kb.add_text("team.md", "Priya leads the platform team.")
+    >>> qs = pd.DataFrame({"question": ["When is the launch?", "Who leads the launch and the platform?"],
+    ...                    "gold": [["plan.md"], ["plan.md", "team.md"]]})
+    >>> ev = crux_nb.evaluate({"top1": kb.recipe(steps=[crux_nb.retrieve(limit=1)]), "bm25": kb.recipe()}, qs)
+    >>> ev
+    Evaluation(recipes=['top1', 'bm25'], questions=2, k=(1, 5, 10))
+    >>> ev.summary()[["recall@1", "recall@5", "mrr"]]
+            recall@1  recall@5  mrr
+    recipe
+    top1        0.75      0.75  1.0
+    bm25        0.75      1.00  1.0
+    >>> ev.compare("top1", "bm25").wins
+    1
+    """
 
     def __init__(self, *, runs: tuple[Run, ...], recipes: tuple[str, ...], question_ids: tuple[str, ...],
                  ks: tuple[int, ...]):
@@ -137,7 +169,21 @@ class Evaluation:
         self._by_key = {(r.recipe, r.question_id): r for r in runs}
 
     def run(self, recipe: str, question_id: str) -> Run:
-        """The run of ``recipe`` on question ``question_id``."""
+        """The run of ``recipe`` on question ``question_id``.
+
+        Examples
+        --------
+        >>> import crux_nb, pandas as pd
+        >>> kb = crux_nb.knowledge_base(id="ev")
+        >>> kb.add_text("plan.md", "The launch moved to April."); kb.add_text("team.md", "Priya leads the platform team.")
+        >>> qs = pd.DataFrame({"question": ["When is the launch?", "Who leads the launch and the platform?"],
+        ...                    "gold": [["plan.md"], ["plan.md", "team.md"]]})
+        >>> ev = crux_nb.evaluate({"top1": kb.recipe(steps=[crux_nb.retrieve(limit=1)]), "bm25": kb.recipe()}, qs)
+        >>> ev.run("top1", "q002")
+        Run(recipe='top1', question_id='q002', hits=1)
+        >>> [str(h.ref) for h in ev.run("top1", "q002").hits]
+        ['chunk:team.md:c0000']
+        """
         self._check_recipe(recipe)
         if question_id not in self.question_ids:
             raise ParameterError("Evaluation.run()", "question_id", f"one of {list(self.question_ids)[:5]}...",
@@ -153,7 +199,23 @@ class Evaluation:
         return metric_names(self.ks)
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per (recipe, question): the metrics, ``latency_ms``, ``model_calls``, ``model_chars``, ``n_hits``."""
+        """One row per (recipe, question): the metrics, ``latency_ms``, ``model_calls``, ``model_chars``, ``n_hits``.
+
+        Examples
+        --------
+        >>> import crux_nb, pandas as pd
+        >>> kb = crux_nb.knowledge_base(id="ev")
+        >>> kb.add_text("plan.md", "The launch moved to April."); kb.add_text("team.md", "Priya leads the platform team.")
+        >>> qs = pd.DataFrame({"question": ["When is the launch?", "Who leads the launch and the platform?"],
+        ...                    "gold": [["plan.md"], ["plan.md", "team.md"]]})
+        >>> ev = crux_nb.evaluate({"top1": kb.recipe(steps=[crux_nb.retrieve(limit=1)]), "bm25": kb.recipe()}, qs)
+        >>> ev.to_frame()[["recipe", "question_id", "recall@5", "n_hits"]]
+          recipe question_id  recall@5  n_hits
+        0   top1        q001       1.0       1
+        1   top1        q002       0.5       1
+        2   bm25        q001       1.0       1
+        3   bm25        q002       1.0       2
+        """
         records = []
         for run in self.runs:
             calls, chars = _model_cost(run.trace)
@@ -166,7 +228,22 @@ class Evaluation:
         return frame
 
     def summary(self) -> pd.DataFrame:
-        """One row per recipe (in the given order): mean metrics, latency p50/p95, total model calls and characters."""
+        """One row per recipe (in the given order): mean metrics, latency p50/p95, total model calls and characters.
+
+        Examples
+        --------
+        >>> import crux_nb, pandas as pd
+        >>> kb = crux_nb.knowledge_base(id="ev")
+        >>> kb.add_text("plan.md", "The launch moved to April."); kb.add_text("team.md", "Priya leads the platform team.")
+        >>> qs = pd.DataFrame({"question": ["When is the launch?", "Who leads the launch and the platform?"],
+        ...                    "gold": [["plan.md"], ["plan.md", "team.md"]]})
+        >>> ev = crux_nb.evaluate({"top1": kb.recipe(steps=[crux_nb.retrieve(limit=1)]), "bm25": kb.recipe()}, qs)
+        >>> ev.summary()[["recall@5", "ndcg@5", "model_calls", "questions"]].round(3)
+                recall@5  ndcg@5  model_calls  questions
+        recipe
+        top1        0.75   0.807            0          2
+        bm25        1.00   1.000            0          2
+        """
         frame = self.to_frame()
         grouped = frame.groupby("recipe", sort=False)
         out = grouped[self.metrics].mean()
@@ -179,7 +256,21 @@ class Evaluation:
 
     def compare(self, a: str, b: str, *, metric: str = "recall@5", n_boot: int = 2000, seed: int = 0,
                 confidence: float = 0.95) -> Comparison:
-        """Paired comparison of recipe ``b`` against ``a`` on ``metric`` (wins = questions where ``b`` scores higher)."""
+        """Paired comparison of recipe ``b`` against ``a`` on ``metric`` (wins = questions where ``b`` scores higher).
+
+        Examples
+        --------
+        >>> import crux_nb, pandas as pd
+        >>> kb = crux_nb.knowledge_base(id="ev")
+        >>> kb.add_text("plan.md", "The launch moved to April."); kb.add_text("team.md", "Priya leads the platform team.")
+        >>> qs = pd.DataFrame({"question": ["When is the launch?", "Who leads the launch and the platform?"],
+        ...                    "gold": [["plan.md"], ["plan.md", "team.md"]]})
+        >>> ev = crux_nb.evaluate({"top1": kb.recipe(steps=[crux_nb.retrieve(limit=1)]), "bm25": kb.recipe()}, qs)
+        >>> ev.compare("top1", "bm25")
+        Comparison('bm25' vs 'top1' on recall@5: wins=1, losses=0, ties=1, mean_diff=+0.250, 95% CI [+0.000, +0.500])
+        >>> ev.compare("top1", "bm25", metric="recall@1").ties
+        2
+        """
         self._check_recipe(a, "a")
         self._check_recipe(b, "b")
         if metric not in self.metrics:
@@ -190,7 +281,23 @@ class Evaluation:
                                  seed=seed, confidence=confidence)
 
     def recall_curve(self, *, max_k: int | None = None) -> pd.DataFrame:
-        """Mean Recall@k for k = 1..``max_k`` (default: the largest k), one column per recipe."""
+        """Mean Recall@k for k = 1..``max_k`` (default: the largest k), one column per recipe.
+
+        Examples
+        --------
+        >>> import crux_nb, pandas as pd
+        >>> kb = crux_nb.knowledge_base(id="ev")
+        >>> kb.add_text("plan.md", "The launch moved to April."); kb.add_text("team.md", "Priya leads the platform team.")
+        >>> qs = pd.DataFrame({"question": ["When is the launch?", "Who leads the launch and the platform?"],
+        ...                    "gold": [["plan.md"], ["plan.md", "team.md"]]})
+        >>> ev = crux_nb.evaluate({"top1": kb.recipe(steps=[crux_nb.retrieve(limit=1)]), "bm25": kb.recipe()}, qs)
+        >>> ev.recall_curve(max_k=3)
+           top1  bm25
+        k
+        1  0.75  0.75
+        2  0.75  1.00
+        3  0.75  1.00
+        """
         top = max(self.ks) if max_k is None else max_k
         data = {}
         for name in self.recipes:
@@ -199,19 +306,63 @@ class Evaluation:
         return pd.DataFrame(data, index=pd.Index(range(1, top + 1), name="k"))
 
     def plot_recall(self, *, max_k: int | None = None, ax: Any = None):
-        """Recall@k curves per recipe (matplotlib); returns the axes."""
+        """Recall@k curves per recipe (matplotlib); returns the axes.
+
+        Examples
+        --------
+        >>> import matplotlib; matplotlib.use("Agg")  # no window
+        >>> import crux_nb, pandas as pd
+        >>> kb = crux_nb.knowledge_base(id="ev")
+        >>> kb.add_text("plan.md", "The launch moved to April."); kb.add_text("team.md", "Priya leads the platform team.")
+        >>> qs = pd.DataFrame({"question": ["When is the launch?", "Who leads the launch and the platform?"],
+        ...                    "gold": [["plan.md"], ["plan.md", "team.md"]]})
+        >>> ev = crux_nb.evaluate({"top1": kb.recipe(steps=[crux_nb.retrieve(limit=1)]), "bm25": kb.recipe()}, qs)
+        >>> ax = ev.plot_recall(max_k=3)
+        >>> [line.get_label() for line in ax.get_lines()], ax.get_lines()[1].get_ydata().tolist()
+        (['top1', 'bm25'], [0.75, 1.0, 1.0])
+        >>> matplotlib.pyplot.close(ax.figure)
+        """
         from .plots import recall_curves
 
         return recall_curves(self.recall_curve(max_k=max_k), ax=ax)
 
     def plot_scatter(self, a: str, b: str, *, metric: str = "recall@5", ax: Any = None):
-        """Per-question ``metric`` of recipe ``a`` (x) against ``b`` (y); returns the axes."""
+        """Per-question ``metric`` of recipe ``a`` (x) against ``b`` (y); returns the axes.
+
+        Examples
+        --------
+        >>> import matplotlib; matplotlib.use("Agg")  # no window
+        >>> import crux_nb, pandas as pd
+        >>> kb = crux_nb.knowledge_base(id="ev")
+        >>> kb.add_text("plan.md", "The launch moved to April."); kb.add_text("team.md", "Priya leads the platform team.")
+        >>> qs = pd.DataFrame({"question": ["When is the launch?", "Who leads the launch and the platform?"],
+        ...                    "gold": [["plan.md"], ["plan.md", "team.md"]]})
+        >>> ev = crux_nb.evaluate({"top1": kb.recipe(steps=[crux_nb.retrieve(limit=1)]), "bm25": kb.recipe()}, qs)
+        >>> ax = ev.plot_scatter("top1", "bm25")
+        >>> ax.get_title(), ax.get_xlabel()
+        ('1 wins / 0 losses / 1 ties', 'top1 recall@5')
+        >>> matplotlib.pyplot.close(ax.figure)
+        """
         from .plots import paired_scatter
 
         return paired_scatter(self.compare(a, b, metric=metric, n_boot=1), ax=ax)
 
     def drilldown(self, question: str | int = 0, *, recipes: Sequence[str] | None = None, top: int | None = None):
-        """A static view of one question: each recipe's hits side by side, gold marked, expansion paths shown."""
+        """A static view of one question: each recipe's hits side by side, gold marked, expansion paths shown.
+
+        Examples
+        --------
+        >>> import crux_nb, pandas as pd
+        >>> kb = crux_nb.knowledge_base(id="ev")
+        >>> kb.add_text("plan.md", "The launch moved to April."); kb.add_text("team.md", "Priya leads the platform team.")
+        >>> qs = pd.DataFrame({"question": ["When is the launch?", "Who leads the launch and the platform?"],
+        ...                    "gold": [["plan.md"], ["plan.md", "team.md"]]})
+        >>> ev = crux_nb.evaluate({"top1": kb.recipe(steps=[crux_nb.retrieve(limit=1)]), "bm25": kb.recipe()}, qs)
+        >>> ev.drilldown(1, top=3)
+        DrillDown(question_id='q002', recipes=['top1', 'bm25'], top=3)
+        >>> ev.drilldown("q001", recipes=["bm25"]).to_html().count("class='crux-gold'")
+        1
+        """
         from .drilldown import DrillDown
 
         qid = self.question_ids[question] if isinstance(question, int) else question

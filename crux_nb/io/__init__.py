@@ -22,7 +22,7 @@
 """
 
 from .graphrag_read import read_graphrag
-from .graphrag_result import GraphRAGImport, GraphRAGWarning
+from ..store.imports import GraphRAGImport, GraphRAGWarning
 from .graphrag_refs import ReferenceCounts, format_references, parse_references, strip_references
 from .graphrag_write import GraphRAGExport, write_graphrag
 from .graph_exchange import edges_from_networkx, expansion_graph, write_graphml

@@ -35,7 +35,8 @@ from .._hashing import stable_hash
 from ..community.cluster import Community
 from ..community.frames import generation_frames, input_fingerprint, with_generation
 from ..community.graph_input import entity_size
-from ..community.reports import Report, member_hashes
+from ..community import Finding, Report
+from ..community.reports import member_hashes
 from ..community.surface import CORPUS
 from ..errors import InputError
 from .graphrag_refs import ReferenceResolver, strip_references
@@ -130,22 +131,7 @@ def build_generation(state: Any, t: Any, build: Any, config: Any) -> tuple[Any, 
     usable = t.has("communities", "id") and None not in gr_ids and len(set(gr_ids)) == len(gr_ids)
     cid = {k: (gr_ids[i] if usable else f"community-{k}") for i, k in enumerate(keys)}
     gr_levels = [int(v) for v in t.column("communities", "level")]
-    if t.has("communities", "text_unit_ids"):
-        chunk_sets = [build.known_chunks(ids) for ids in t.column("communities", "text_unit_ids")]
-    else:
-        chunk_sets = None
-    entity_lists = []
-    rel_ends = dict(zip(build.rel_map["graphrag_id"], zip(build.rel_map["source"], build.rel_map["target"])))
-    for i in range(len(keys)):
-        if t.has("communities", "entity_ids"):
-            refs = [build.entity_of_id[e] for e in t.column("communities", "entity_ids")[i] if e in build.entity_of_id]
-        else:
-            ends = [x for r in t.column("communities", "relationship_ids", [])[i] for x in rel_ends.get(r, ())]
-            refs = [build.entity_of_title[x] for x in ends if x in build.entity_of_title]
-        entity_lists.append(list(dict.fromkeys(refs)))
-    if chunk_sets is None:
-        chunk_sets = [list(dict.fromkeys(c for e in refs for c in build.entity_chunks.get(e, ())))
-                      for refs in entity_lists]
+    chunk_sets, entity_lists = _memberships(t, len(keys), build)
     parents = _parents(t, keys, gr_levels, [set(e) for e in entity_lists], [set(c) for c in chunk_sets], notes)
     level, children = _crux_levels(keys, parents, t.files["communities"])
     # reports
@@ -180,26 +166,10 @@ def build_generation(state: Any, t: Any, build: Any, config: Any) -> tuple[Any, 
                          "rank": None if report is None else report.get("rank"),
                          "rating_explanation": None if report is None else report.get("rating_explanation"),
                          "period": t.column("communities", "period")[i], "size": len(entity_lists[i])})
-    hashes = member_hashes(comms, chunk_text, names)
-    reports = {}
-    for i, k in enumerate(keys):
-        c, row = comms[i], report_rows.get(k) or {}
-        findings = []
-        for f in row.get("findings") or ():
-            statement = finding_statement(f["summary"], f["explanation"])
-            if not statement:
-                continue
-            evidence = resolver.finding(f["summary"] + " " + f["explanation"], c.chunk_refs)
-            findings.append({"finding_id": f"finding-{len(findings) + 1}", "statement": statement,
-                             "evidence": evidence, "assertion_refs": ()})
-        title = row.get("title") or titles[i] or f"Community {k}"
-        reports[c.community_id] = Report(c.community_id, c.level, c.parent_id, title, row.get("summary") or "",
-                                         tuple(findings), hashes[c.community_id], len(c.entity_refs),
-                                         len(c.chunk_refs))
+    reports = _reports(keys, comms, report_rows, resolver, titles, member_hashes(comms, chunk_text, names))
     counts = {"communities": len(comms), "reports": len(comms) - bare, "communities_without_report": bare,
               "reports_without_community": len(orphans), "roots": sum(c.kind == "root" for c in comms),
-              "leaves": sum(not c.child_ids for c in comms),
-              "levels": 1 + max((c.level for c in comms), default=-1),
+              "leaves": sum(not c.child_ids for c in comms), "levels": 1 + max((c.level for c in comms), default=-1),
               "graphrag_levels": len(set(gr_levels))}
     if bare:
         notes.append(f"{bare} communities have no report: they got an empty report titled after the community")
@@ -207,8 +177,11 @@ def build_generation(state: Any, t: Any, build: Any, config: Any) -> tuple[Any, 
             "map": pd.DataFrame(map_rows, columns=["community_id", "community", "graphrag_id", "human_readable_id",
                                                    "graphrag_level", "level", "parent", "report_id", "title", "rank",
                                                    "rating_explanation", "period", "size"])}
-    if not comms:
-        return state, resolver.counts, info
+    return (_published(state, comms, reports, config) if comms else state), resolver.counts, info
+
+
+def _published(state: Any, comms: list[Community], reports: dict[str, Report], config: Any) -> Any:
+    """``state`` with the imported communities and reports as its ready corpus generation."""
     input_fp = input_fingerprint(state, None)
     strategy = config.strategy_fingerprint
     generation_id = "cg-" + stable_hash({"scope": CORPUS, "input": input_fp, "strategy": strategy, "import": "graphrag",
@@ -220,7 +193,47 @@ def build_generation(state: Any, t: Any, build: Any, config: Any) -> tuple[Any, 
                                source_hashes=dict(zip(docs["source_id"], docs["content_hash"])))
     frames["community_members"] = pd.concat([frames["community_members"], _direct_members(comms, generation_id)],
                                             ignore_index=True)
-    return with_generation(state, CORPUS, frames), resolver.counts, info
+    return with_generation(state, CORPUS, frames)
+
+
+def _memberships(t: Any, n: int, build: Any) -> tuple[list, list]:
+    """Each community's chunks (its text units, or its entities' chunks) and entities (listed, or its
+    relationships' ends)."""
+    chunk_sets = ([build.known_chunks(ids) for ids in t.column("communities", "text_unit_ids")]
+                  if t.has("communities", "text_unit_ids") else None)
+    entity_lists = []
+    rel_ends = dict(zip(build.rel_map["graphrag_id"], zip(build.rel_map["source"], build.rel_map["target"])))
+    for i in range(n):
+        if t.has("communities", "entity_ids"):
+            refs = [build.entity_of_id[e] for e in t.column("communities", "entity_ids")[i] if e in build.entity_of_id]
+        else:
+            ends = [x for r in t.column("communities", "relationship_ids", [])[i] for x in rel_ends.get(r, ())]
+            refs = [build.entity_of_title[x] for x in ends if x in build.entity_of_title]
+        entity_lists.append(list(dict.fromkeys(refs)))
+    if chunk_sets is None:
+        chunk_sets = [list(dict.fromkeys(c for e in refs for c in build.entity_chunks.get(e, ())))
+                      for refs in entity_lists]
+    return chunk_sets, entity_lists
+
+
+def _reports(keys: list[str], comms: list[Community], report_rows: dict, resolver: Any, titles: list,
+             hashes: dict[str, str]) -> dict[str, Report]:
+    """GraphRAG's reports as the one report model: findings with their references resolved to evidence."""
+    reports = {}
+    for i, k in enumerate(keys):
+        c, row = comms[i], report_rows.get(k) or {}
+        findings = []
+        for f in row.get("findings") or ():
+            statement = finding_statement(f["summary"], f["explanation"])
+            if not statement:
+                continue
+            evidence = resolver.finding(f["summary"] + " " + f["explanation"], c.chunk_refs)
+            findings.append(Finding(f"finding-{len(findings) + 1}", statement, tuple(evidence)))
+        title = row.get("title") or titles[i] or f"Community {k}"
+        reports[c.community_id] = Report(c.community_id, c.level, c.parent_id, title, row.get("summary") or "",
+                                         tuple(findings), hashes[c.community_id], len(c.entity_refs),
+                                         len(c.chunk_refs))
+    return reports
 
 
 def _direct_members(comms: list[Community], generation_id: str) -> pd.DataFrame:

@@ -1,30 +1,24 @@
-"""``read_graphrag``: a GraphRAG output folder as a crux_nb knowledge base.
+"""``read_graphrag``: a GraphRAG output folder as a crux_nb knowledge base. What becomes what:
 
-What becomes what:
-
-* **documents** — one per GraphRAG document. The source id is the document's
-  ``title`` (its file name, e.g. ``a-christmas-carol.txt``) when every title is
-  present and unique, otherwise the GraphRAG document ``id`` for every document.
-* **chunks** — one per text unit. The chunk id is the text unit id, except for
-  folders written by :func:`~crux_nb.io.write_graphrag`, whose text unit ids are
-  ``<source>:<chunk>`` (escaped as in chunk refs) and give the original chunk id
-  back. The ordinal is the text unit's position in its document's
+* **documents** — one per GraphRAG document. The source id is the document's ``title`` (its file name,
+  e.g. ``a-christmas-carol.txt``) when every title is present and unique, otherwise the GraphRAG document
+  ``id`` for every document.
+* **chunks** — one per text unit. The chunk id is the text unit id, except for folders written by
+  :func:`~crux_nb.io.write_graphrag`, whose text unit ids are ``<source>:<chunk>`` (escaped as in chunk
+  refs) and give the original chunk id back. The ordinal is the text unit's position in its document's
   ``text_unit_ids`` (else the ``human_readable_id`` order). No sections.
-* **entities** — entity id = the GraphRAG entity ``id`` (the ``title`` when there
-  is no id column), canonical name = ``title``, with ``type`` and ``description``.
-  Titles that relationships name but the entities table lacks become placeholder
-  entities whose id and name are the title.
-* **edges** (stage ``graphrag``, provenance ``derived``) — ``mentions`` (chunk →
-  entity) for every text unit of an entity, evidence that chunk; ``related``
-  (symmetric) for every relationship with its text units as evidence, its
-  description and weight. Relationships naming the same pair (in either
+* **entities** — entity id = the GraphRAG entity ``id`` (the ``title`` when there is no id column),
+  canonical name = ``title``, with ``type`` and ``description``. Titles that relationships name but the
+  entities table lacks become placeholder entities whose id and name are the title.
+* **edges** (stage ``graphrag``, provenance ``derived``) — ``mentions`` (chunk → entity) for every text
+  unit of an entity, evidence that chunk; ``related`` (symmetric) for every relationship with its text
+  units as evidence, its description and weight. Relationships naming the same pair (in either
   direction) become one edge: weights add up, descriptions are joined.
 * **communities and reports** — see :mod:`crux_nb.io.graphrag_communities`.
 
-GraphRAG's own ids, human readable ids and levels are kept on ``kb.graphrag``
-(a :class:`GraphRAGImport`), together with the import counts.
+GraphRAG's own ids, human readable ids and levels are kept on ``kb.graphrag`` (a :class:`GraphRAGImport`),
+together with the import counts.
 """
-
 from __future__ import annotations
 
 import os
@@ -37,7 +31,7 @@ from ..errors import InputError, ParameterError
 from ..refs import ChunkRef, EntityRef, decode_ref, encode_ref
 from ..schema import coerce, empty_frame, frozen_metadata
 from ..store.state import KBState
-from .graphrag_result import GraphRAGImport, GraphRAGWarning
+from ..store.imports import GraphRAGImport, GraphRAGWarning
 from .graphrag_tables import GraphRAGTables, load_tables, missing
 
 __all__ = ["read_graphrag", "GraphRAGImport", "GraphRAGWarning", "STAGE"]
@@ -51,10 +45,19 @@ def read_graphrag(path: str | os.PathLike, *, id: str = "graphrag", namespace: s
                   communities: Any = None):
     """Read a GraphRAG output folder (GraphRAG 0.x-3.x layouts) into a :class:`~crux_nb.KnowledgeBase`.
 
-    ``communities`` is the configuration the imported reports are published under
-    (``crux_nb.communities(model=...)``; default the offline model): the imported
-    generation is ``ready`` for it, so ``global_search`` maps GraphRAG's own reports.
-    The returned knowledge base carries the import details on ``kb.graphrag``.
+    ``communities`` is the configuration the imported reports are published under (``crux_nb.communities(
+    model=...)``; default the offline model): the imported generation is ``ready`` for it, so ``global_search``
+    maps GraphRAG's own reports. The returned knowledge base carries the import details on ``kb.graphrag``.
+
+    Examples
+    --------
+    >>> import crux_nb, tempfile; from crux_nb.io import write_graphrag
+    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
+    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "Platform runs Atlas.")
+    >>> _ = kb.communities.prepare(); folder = tempfile.mkdtemp(); _ = write_graphrag(kb, folder)
+    >>> back = read_graphrag(folder, id="back")
+    >>> back.graphrag, back.communities.status()
+    (GraphRAGImport(chunks=2, entities=3, mentions=3, related=1, communities=3, references_resolved=4/4), 'ready')
     """
     from ..community.config import CommunitiesConfig, communities as make_config
     from ..knowledgebase import KnowledgeBase
@@ -81,7 +84,7 @@ def read_graphrag(path: str | os.PathLike, *, id: str = "graphrag", namespace: s
               "relationships": len(build.rel_map), "relationships_merged": len(build.rel_map) - build.n_related
               - build.rel_dropped, "relationships_without_evidence": build.rel_dropped,
               "unknown_text_unit_ids": build.unknown_tu, **comm_info["counts"]}
-    kb.graphrag = GraphRAGImport(  # type: ignore[attr-defined]
+    kb.graphrag = GraphRAGImport(
         folder=str(tables.folder), layout=tables.layout, counts=counts, references=refs,
         notes=tuple(build.notes + comm_info["notes"]), warnings=tuple(build.warnings), documents=build.doc_map, text_units=build.tu_map,
         entities=build.entity_map, relationships=build.rel_map, communities=comm_info["map"],

@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
+
+from ..store.imports import ReferenceCounts
 
 __all__ = ["Reference", "ReferenceCounts", "ReferenceResolver", "parse_references", "strip_references",
            "format_references", "KINDS"]
@@ -49,7 +51,16 @@ class Reference:
 
 
 def parse_references(text: Any) -> tuple[list[Reference], int]:
-    """Every reference in ``text`` in order of appearance, and the number of ``+more`` markers."""
+    """Every reference in ``text`` in order of appearance, and the number of ``+more`` markers.
+
+    Examples
+    --------
+    >>> refs, more = parse_references("Atlas is down [Data: Sources (3, 7); Reports (1, +more)]. No data here.")
+    >>> [(r.kind, r.id) for r in refs], more
+    ([('sources', '3'), ('sources', '7'), ('reports', '1')], 1)
+    >>> parse_references(None)
+    ([], 0)
+    """
     if not isinstance(text, str):
         return [], 0
     refs: list[Reference] = []
@@ -70,50 +81,30 @@ def parse_references(text: Any) -> tuple[list[Reference], int]:
 
 
 def strip_references(text: str) -> str:
-    """``text`` without its ``[Data: ...]`` blocks (and the spaces before them)."""
+    """``text`` without its ``[Data: ...]`` blocks (and the spaces before them).
+
+    Examples
+    --------
+    >>> strip_references("Atlas is down [Data: Sources (3, 7)]. Platform owns it [Data: Entities (2)].")
+    'Atlas is down. Platform owns it.'
+    """
     return _STRIP.sub("", text).strip()
 
 
 def format_references(ids: Mapping[str, Iterable[Any]]) -> str:
-    """A ``[Data: ...]`` block citing ``ids`` by kind (kinds in :data:`KINDS` order; empty kinds left out)."""
+    """A ``[Data: ...]`` block citing ``ids`` by kind (kinds in :data:`KINDS` order; empty kinds left out).
+
+    Examples
+    --------
+    >>> format_references({"reports": [1], "sources": [3, 7], "claims": []})
+    '[Data: Sources (3, 7); Reports (1)]'
+    >>> parse_references(format_references({"entities": [5]}))[0]
+    [Reference(kind='entities', id='5')]
+    >>> format_references({})
+    ''
+    """
     parts = [f"{_LABELS[k]} ({', '.join(str(i) for i in ids[k])})" for k in KINDS if list(ids.get(k, ()))]
     return f"[Data: {'; '.join(parts)}]" if parts else ""
-
-
-@dataclass
-class ReferenceCounts:
-    """What the references of the imported findings resolved to."""
-
-    findings: int = 0
-    findings_with_references: int = 0  # cite at least one id
-    findings_resolved: int = 0  # at least one id resolved to a chunk: evidence from the references
-    findings_fallback: int = 0  # nothing resolved: evidence = the community's text units
-    references: int = 0  # cited ids in total ("+more" not included)
-    resolved: int = 0
-    unresolved: int = 0
-    more_markers: int = 0  # "+more": the model cut a list
-    by_kind: dict[str, dict[str, int]] = field(default_factory=dict)  # kind -> {"cited", "resolved"}
-
-    def add(self, kind: str, resolved: bool) -> None:
-        self.references += 1
-        entry = self.by_kind.setdefault(kind, {"cited": 0, "resolved": 0})
-        entry["cited"] += 1
-        if resolved:
-            self.resolved += 1
-            entry["resolved"] += 1
-        else:
-            self.unresolved += 1
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"findings": self.findings, "findings_with_references": self.findings_with_references,
-                "findings_resolved": self.findings_resolved, "findings_fallback": self.findings_fallback,
-                "references": self.references, "resolved": self.resolved, "unresolved": self.unresolved,
-                "more_markers": self.more_markers, "by_kind": {k: dict(v) for k, v in sorted(self.by_kind.items())}}
-
-    def __repr__(self) -> str:
-        return (f"ReferenceCounts(findings={self.findings}, resolved_findings={self.findings_resolved}, "
-                f"fallback={self.findings_fallback}, references={self.references}, resolved={self.resolved}, "
-                f"unresolved={self.unresolved}, more_markers={self.more_markers})")
 
 
 class ReferenceResolver:

@@ -94,7 +94,20 @@ def ARROW_SCHEMAS():  # noqa: N802 - a function so that importing this module do
 
 @dataclass(frozen=True)
 class GraphRAGExport:
-    """What :func:`write_graphrag` wrote: the folder, rows per table, and what GraphRAG cannot hold."""
+    """What :func:`write_graphrag` wrote: the folder, rows per table, and what GraphRAG cannot hold.
+
+    Examples
+    --------
+    >>> from crux_nb.io import write_graphrag
+    >>> import crux_nb, tempfile
+    >>> kb = crux_nb.knowledge_base(id="docs")
+    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "Platform runs Atlas.")
+    >>> kb.extract_entities(progress=False)  # offline: names, mentions and related edges
+    ExtractionResult(model='offline', sources_extracted=2, sources_reused=0, calls=2, entities=3, mentions=3, related=1)
+    >>> export = write_graphrag(kb, tempfile.mkdtemp())
+    >>> export.rows["text_units"], export.scope, sum(export.dropped.values())
+    (2, 'corpus', 0)
+    """
 
     folder: str
     rows: dict[str, int]
@@ -118,6 +131,20 @@ def write_graphrag(kb: Any, path: str | os.PathLike, *, scope: str = "corpus") -
     The folder is created if needed; GraphRAG's seven table files in it are replaced.
     Communities and reports come from ``scope``'s current generation as stored (no
     model is called: run ``kb.communities.prepare()`` first to export fresh ones).
+
+    Examples
+    --------
+    >>> import crux_nb, tempfile
+    >>> kb = crux_nb.knowledge_base(id="docs")
+    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "Platform runs Atlas.")
+    >>> kb.extract_entities(progress=False)  # offline: names, mentions and related edges
+    ExtractionResult(model='offline', sources_extracted=2, sources_reused=0, calls=2, entities=3, mentions=3, related=1)
+    >>> export = write_graphrag(kb, tempfile.mkdtemp())
+    >>> export.rows
+    {'documents': 2, 'text_units': 2, 'entities': 3, 'relationships': 1, 'communities': 0, 'community_reports': 0, 'covariates': 0}
+    >>> import pandas as pd
+    >>> pd.read_parquet(f"{export.folder}/entities.parquet")["title"].tolist()
+    ['Atlas', 'Platform', 'Priya Raman']
     """
     from ..knowledgebase import KnowledgeBase
 

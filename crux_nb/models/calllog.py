@@ -70,7 +70,11 @@ class CallRecord:
     error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The record as a plain dict with the :data:`CALL_LOG_COLUMNS` keys."""
+        """The record as a plain dict with the :data:`CALL_LOG_COLUMNS` keys.
+
+        >>> CallRecord(task="rate", prompt_id="p", model="m", input_chars=1, output_chars=2).to_dict()["task"]
+        'rate'
+        """
         return {name: getattr(self, name) for name in CALL_LOG_COLUMNS}
 
 
@@ -90,7 +94,13 @@ class CallLog:
         self._records: list[CallRecord] = list(records)
 
     def append(self, record: CallRecord) -> None:
-        """Add one record (safe to call from several threads)."""
+        """Add one record (safe to call from several threads).
+
+        >>> log = CallLog()
+        >>> log.append(CallRecord(task="rate", prompt_id="p", model="offline", input_chars=10, output_chars=5))
+        >>> len(log)
+        1
+        """
         if not isinstance(record, CallRecord):
             raise TypeError(f"CallLog.append expects a CallRecord; got {type(record).__name__}.")
         with self._lock:
@@ -110,7 +120,13 @@ class CallLog:
         return iter(self.records)
 
     def summary(self) -> dict[str, Any]:
-        """Totals: calls, repaired, failed, characters and tokens (``None`` if never reported)."""
+        """Totals: calls, repaired, failed, characters and tokens (``None`` if never reported).
+
+        >>> log = CallLog([CallRecord(task="rate", prompt_id="p", model="m", input_chars=10, output_chars=5,
+        ...                           tokens_in=7)])
+        >>> log.summary()
+        {'calls': 1, 'repaired': 0, 'failed': 0, 'input_chars': 10, 'output_chars': 5, 'tokens_in': 7, 'tokens_out': None}
+        """
         records = self.records
         tokens_in = [r.tokens_in for r in records if r.tokens_in is not None]
         tokens_out = [r.tokens_out for r in records if r.tokens_out is not None]
@@ -129,6 +145,11 @@ class CallLog:
 
         Token columns are nullable integers (``Int64``), so missing counts are
         ``<NA>`` rather than turning the column into floats.
+
+        >>> log = CallLog([CallRecord(task="rate", prompt_id="p", model="m", input_chars=10, output_chars=5)])
+        >>> log.to_frame()[["task", "prompt_id", "input_chars", "tokens_in", "ok"]]
+           task prompt_id  input_chars  tokens_in    ok
+        0  rate         p           10       <NA>  True
         """
         import pandas as pd
 
@@ -157,7 +178,13 @@ class CallLog:
 
 
 class UsageMeter:
-    """Token counts reported by a provider during one call (summed if reported twice)."""
+    """Token counts reported by a provider during one call (summed if reported twice).
+
+    >>> meter = UsageMeter()
+    >>> meter.add(tokens_in=3); meter.add(tokens_in=4, tokens_out=2)
+    >>> meter.tokens_in, meter.tokens_out
+    (7, 2)
+    """
 
     __slots__ = ("tokens_in", "tokens_out", "_started")
 
@@ -167,12 +194,24 @@ class UsageMeter:
         self._started = time.perf_counter()
 
     def add(self, *, tokens_in: int | None = None, tokens_out: int | None = None) -> None:
+        """Add reported token counts (None: not reported, leaves the count as it is).
+
+        >>> meter = UsageMeter()
+        >>> meter.add(tokens_out=5)
+        >>> meter.tokens_in, meter.tokens_out
+        (None, 5)
+        """
         if tokens_in is not None:
             self.tokens_in = (self.tokens_in or 0) + int(tokens_in)
         if tokens_out is not None:
             self.tokens_out = (self.tokens_out or 0) + int(tokens_out)
 
     def elapsed_ms(self) -> float:
+        """Milliseconds since the meter started.
+
+        >>> UsageMeter().elapsed_ms() >= 0
+        True
+        """
         return (time.perf_counter() - self._started) * 1000.0
 
 
@@ -183,7 +222,13 @@ _CURRENT_METER: contextvars.ContextVar[UsageMeter | None] = contextvars.ContextV
 
 @contextlib.contextmanager
 def usage_meter() -> Iterator[UsageMeter]:
-    """Collect the tokens reported by model code running inside the ``with`` block."""
+    """Collect the tokens reported by model code running inside the ``with`` block.
+
+    >>> with usage_meter() as meter:
+    ...     report_usage(tokens_in=12, tokens_out=3)
+    >>> meter.tokens_in, meter.tokens_out
+    (12, 3)
+    """
     meter = UsageMeter()
     token = _CURRENT_METER.set(meter)
     try:
@@ -197,6 +242,12 @@ def report_usage(*, tokens_in: int | None = None, tokens_out: int | None = None)
 
     Does nothing outside a :func:`usage_meter` block (for example when a model is
     called directly instead of through ``call_task``).
+
+    >>> report_usage(tokens_in=1)  # outside a usage_meter() block: nothing happens
+    >>> with usage_meter() as meter:
+    ...     report_usage(tokens_in=1); report_usage(tokens_in=2)
+    >>> meter.tokens_in
+    3
     """
     meter = _CURRENT_METER.get()
     if meter is not None:

@@ -53,6 +53,22 @@ class CassetteModel:
         mode: ``"replay"`` (default), ``"record"`` or ``"auto"``.
         fingerprint: which recorded model to replay when ``inner`` is absent and the
             file holds recordings of several models.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from crux_nb.models import CassetteModel, OfflineModel
+    >>> path = tempfile.mkdtemp() + "/calls.jsonl"
+    >>> recorder = CassetteModel(inner=OfflineModel(), path=path, mode="record")
+    >>> reports = [{"community_id": "c1", "title": "Marley", "summary": "Jacob Marley is dead.", "findings": []}]
+    >>> recorded = recorder.rate("Who is Marley?", reports)
+    >>> player = CassetteModel(path=path)  # replay: no inner model, no calls
+    >>> player.rate("Who is Marley?", reports) == recorded, player.hits, player.misses
+    (True, 1, 0)
+    >>> player.rate("Who is Scrooge?", reports)
+    Traceback (most recent call last):
+    ...
+    crux_nb.models.protocol.CassetteMissError: Cassette ... has no recording for task 'rate' ... Hint: ...
     """
 
     def __init__(self, *, inner: Any = None, path: str | os.PathLike[str], mode: CassetteMode = "replay",
@@ -129,7 +145,14 @@ class CassetteModel:
         return self._call("rate", (query, reports), repair)
 
     def key(self, task: str, args: tuple, repair: list[dict[str, str]] | None = None) -> str:
-        """The recording key of one call (see module docs)."""
+        """The recording key of one call (see module docs): the same task, input and model give the same key.
+
+        >>> import tempfile
+        >>> from crux_nb.models import CassetteModel, OfflineModel
+        >>> model = CassetteModel(inner=OfflineModel(), path=tempfile.mkdtemp() + "/c.jsonl", mode="record")
+        >>> model.key("rate", ("q", [])) == model.key("rate", ("q", [])) != model.key("rate", ("other", []))
+        True
+        """
         payload = {"task": task, "fingerprint": self.fingerprint, "input": task_input(task, args), "repair": repair}
         return stable_hash(payload, length=32)
 

@@ -53,6 +53,11 @@ class Secret:
         self._value = value
 
     def reveal(self) -> str:
+        """The secret itself (for the request header only).
+
+        >>> Secret("sk-1").reveal()
+        'sk-1'
+        """
         return self._value
 
     def __repr__(self) -> str:

@@ -139,7 +139,12 @@ class OfflineModel:
         object.__setattr__(self, "fingerprint", stable_hash(identity))
 
     def options(self) -> dict[str, Any]:
-        """The output-relevant options (part of the fingerprint)."""
+        """The output-relevant options (part of the fingerprint): a changed option is a different model.
+
+        >>> from crux_nb.models import OfflineModel
+        >>> OfflineModel().options()["max_findings"], OfflineModel(max_findings=3).fingerprint == OfflineModel().fingerprint
+        (6, False)
+        """
         options = {
             "max_findings": self.max_findings,
             "summary_sentences": self.summary_sentences,
@@ -158,14 +163,25 @@ class OfflineModel:
 
     # ------------------------------------------------------------------ extract
     def extract(self, chunks: list[dict[str, Any]], *, repair: list[dict[str, str]] | None = None) -> dict[str, Any]:
-        """Entities, mentions and co-occurrence relations (see module docs)."""
+        """Entities, mentions and co-occurrence relations (see module docs).
+
+        >>> out = OfflineModel().extract([{"id": "c1", "text": "Ada Lovelace met Charles Babbage in London."}])
+        >>> sorted(e["name"] for e in out["entities"])
+        ['Ada Lovelace', 'Charles Babbage', 'London']
+        """
         if self.extractor == "spacy":
             return spacy_extract(chunks)
         return extract_entities(chunks, concepts=self.concepts, concept_min_chunks=self.concept_min_chunks)
 
     # ------------------------------------------------------------------ reports
     def write_report(self, community: dict[str, Any], *, repair: list[dict[str, str]] | None = None) -> dict[str, Any]:
-        """An extractive report: verbatim central sentences citing the chunks that contain them."""
+        """An extractive report: verbatim central sentences citing the chunks that contain them.
+
+        >>> leaf = {"community_id": "c1", "level": 0, "entities": [{"name": "Platform"}], "children": [],
+        ...         "chunks": [{"ref": "chunk:a.md:c0000", "text": "Platform owns the Ingest Gateway."}]}
+        >>> OfflineModel().write_report(leaf)["findings"]
+        [{'id': 'finding-1', 'statement': 'Platform owns the Ingest Gateway.', 'evidence': ['chunk:a.md:c0000']}]
+        """
         chunks = [(str(c["ref"]), str(c.get("text") or "")) for c in community.get("chunks") or ()]
         entities = [e for e in community.get("entities") or () if str(e.get("name") or "").strip()]
         if chunks:
@@ -302,7 +318,14 @@ class OfflineModel:
 
     # ------------------------------------------------------------- map and rate
     def map_findings(self, query: str, units: list[dict[str, Any]], *, repair: list[dict[str, str]] | None = None) -> dict[str, Any]:
-        """Findings relevant to ``query`` by BM25 of the statement, 0..100, zero scores omitted."""
+        """Findings relevant to ``query`` by BM25 of the statement, 0..100, zero scores omitted.
+
+        >>> unit = {"community_id": "c1", "level": 0, "title": "Gateway", "summary": "",
+        ...         "findings": [{"id": "c1:f1", "statement": "Platform owns the Ingest Gateway."},
+        ...                      {"id": "c1:f2", "statement": "Lunch is at noon."}]}
+        >>> [f["finding_ids"] for f in OfflineModel().map_findings("Who owns the gateway?", [unit])["findings"]]
+        [['c1:f1']]
+        """
         ids_by_statement: dict[str, list[str]] = {}
         for unit in units:
             for finding in unit.get("findings") or ():
@@ -320,7 +343,14 @@ class OfflineModel:
         return {"findings": out}
 
     def rate(self, query: str, reports: list[dict[str, Any]], *, repair: list[dict[str, str]] | None = None) -> dict[str, Any]:
-        """A rating 0..100 per report (title + summary + finding statements), input order (see ``rating``)."""
+        """A rating 0..100 per report (title + summary + finding statements), input order (see ``rating``).
+
+        >>> reports = [{"community_id": "c1", "title": "Gateway owners", "summary": "Platform owns the gateway."},
+        ...            {"community_id": "c2", "title": "Lunch", "summary": "Lunch is at noon."}]
+        >>> a, b = OfflineModel().rate("Who owns the gateway?", reports)["ratings"]
+        >>> a["rating"] > b["rating"] == 0.0
+        True
+        """
         docs = []
         for report in reports:
             parts = [str(report.get("title") or ""), str(report.get("summary") or "")]

@@ -175,7 +175,12 @@ class KnowledgeModel(Protocol):
     """What crux_nb needs from a model: a name, a fingerprint and four tasks.
 
     ``fingerprint`` must change whenever the model's outputs could change
-    (name, version, options); it never contains secrets.
+    (name, version, options); it never contains secrets. Any object with these
+    attributes is a model (a runtime-checkable protocol; no base class needed).
+
+    >>> from crux_nb.models import KnowledgeModel, OfflineModel
+    >>> isinstance(OfflineModel(), KnowledgeModel), isinstance(object(), KnowledgeModel)
+    (True, False)
     """
 
     name: str

@@ -129,6 +129,16 @@ def call_task(
     log:
         A :class:`~crux_nb.models.CallLog` to append one record per call to.
 
+    Examples
+    --------
+    >>> from crux_nb.models import CallLog, OfflineModel, call_task
+    >>> log = CallLog()
+    >>> call_task(OfflineModel(), "rate", "gateway", [{"community_id": "c1", "title": "Gateway", "summary": ""}],
+    ...           prompt_id="rate:1", log=log)["ratings"][0]["community_id"]
+    'c1'
+    >>> [(r.task, r.prompt_id, r.ok) for r in log]
+    [('rate', 'rate:1', True)]
+
     Returns the cleaned output (defaults filled, ignored extra keys dropped).
     """
     if not isinstance(prompt_id, str) or not prompt_id:

@@ -20,7 +20,13 @@ RESERVED_IDS = ("retrieve", "fusion")
 
 
 class Step:
-    """Shared behaviour of recipe steps (subclasses are frozen dataclasses)."""
+    """Shared behaviour of recipe steps (subclasses are frozen dataclasses).
+
+    >>> import crux_nb
+    >>> step = crux_nb.expand_relations(depth=2, id="hop2")
+    >>> step.id, step.kind, step.phase, step.to_dict()["config"]["depth"]
+    ('hop2', 'custom', ('hits', 'hits'), 2)
+    """
 
     id: str
     kind: str
@@ -37,6 +43,12 @@ class Step:
         raise NotImplementedError
 
     def to_dict(self) -> dict[str, Any]:
+        """The step as data: id, kind, phase, whether it needs a model, and its ``config()``.
+
+        >>> import crux_nb
+        >>> crux_nb.retrieve(limit=5).to_dict()["config"]["limit"]
+        5
+        """
         return {"id": self.id, "kind": self.kind, "phase": list(self.phase), "needs_model": self.needs_model,
                 "config": self.config()}
 

@@ -55,5 +55,16 @@ class CustomStep(Step):
 
 def custom_step(fn: Callable[[StepInput, StepContext], Any], *, id: str, phase: tuple[str, str] = ("hits", "hits"),
                 needs_model: bool = False, model: Any = None) -> CustomStep:
-    """Wrap a function as a recipe step (kind ``custom``)."""
+    """Wrap a function as a recipe step (kind ``custom``).
+
+    ``fn(input, context)`` returns the step's output hits (phase ``("hits", "hits")``: it receives the
+    previous step's hits in ``input.hits``).
+
+    >>> import crux_nb
+    >>> kb = crux_nb.knowledge_base(id="docs")
+    >>> kb.add_text("a.md", "Launch in May."); kb.add_text("b.md", "Launch in June.")
+    >>> only_a = crux_nb.custom_step(lambda inp, ctx: [h for h in inp.hits if h.ref.source_id == "a.md"], id="only-a")
+    >>> [str(h.ref) for h in kb.recipe(steps=[crux_nb.retrieve(), only_a]).retrieve("launch")]
+    ['chunk:a.md:c0000']
+    """
     return CustomStep(id=id, fn=fn, phase=phase, needs_model=needs_model, step_model=model)

@@ -61,7 +61,19 @@ def validate_steps(recipe_id: Any, steps: list[Any], *, retriever_id: str, model
 
 @dataclass(frozen=True)
 class Recipe:
-    """A validated, bound list of steps. Run it with :meth:`retrieve` or :meth:`retrieve_with_trace`."""
+    """A validated, bound list of steps. Run it with :meth:`retrieve` or :meth:`retrieve_with_trace`.
+
+    Examples
+    --------
+    >>> import crux_nb
+    >>> kb = crux_nb.knowledge_base(id="docs")
+    >>> kb.add_text("a.md", "Release planning starts in March.")
+    >>> recipe = kb.recipe(steps=[crux_nb.retrieve(limit=3), crux_nb.expand_relations(limit=2)], id="plan")
+    >>> recipe
+    Recipe(id='plan', steps=[retrieve(limit=3), expand_relations(direction='both', depth=1, limit=2, seeds=['hits', 'query'])])
+    >>> [(s["id"], s["kind"], s["phase"]) for s in recipe.to_dict()["steps"]]
+    [('retrieve', 'retrieve', ['queries', 'hits']), ('expand-relations', 'custom', ['hits', 'hits'])]
+    """
 
     id: str
     steps: tuple[Step, ...]
@@ -75,6 +87,17 @@ class Recipe:
     @classmethod
     def bind(cls, kb: Any, *, steps: list | None, id: str | None, model: Any, concurrency: int = 4,
              view: Any = None, executor: Any = None) -> Recipe:
+        """Validate ``steps`` against ``kb`` and bind them (what ``kb.recipe()`` and ``view.recipe()`` call).
+
+        >>> import crux_nb
+        >>> from crux_nb.retrieval import Recipe
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> Recipe.bind(kb, steps=[crux_nb.retrieve(), crux_nb.expand_relations(id="x"),
+        ...                        crux_nb.expand_relations(id="x")], id=None, model=None)
+        Traceback (most recent call last):
+        ...
+        crux_nb.errors.RetrievalConfigError: ...x...
+        """
         steps = [retrieve()] if steps is None else steps
         if isinstance(steps, (str, bytes)) or not hasattr(steps, "__iter__"):
             raise ParameterError("kb.recipe()", "steps", "a list of steps", steps)
@@ -199,6 +222,13 @@ class Recipe:
                            duration_ms=_ms(started), warnings=warnings, errors=errors)
 
     def to_dict(self) -> dict[str, Any]:
+        """The recipe as plain data: id, fingerprint, knowledge base id and each step's ``to_dict()``.
+
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.recipe(id="r").to_dict()["steps"][0]["config"]["limit"]
+        10
+        """
         return {"id": self.id, "fingerprint": self.fingerprint, "kb": self.kb.id,
                 "steps": [to_data(s.to_dict()) for s in self.steps]}
 

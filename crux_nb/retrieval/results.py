@@ -34,10 +34,28 @@ def _row(rank: int, hit: Any) -> dict[str, Any]:
 
 
 class HitList(list):
-    """A list of hits with ``to_frame()`` and notebook reprs."""
+    """A list of hits with ``to_frame()`` and notebook reprs.
+
+    >>> import crux_nb
+    >>> kb = crux_nb.knowledge_base(id="docs")
+    >>> kb.add_text("a.md", "Release planning starts in March.")
+    >>> hits, trace = kb.recipe(steps=[crux_nb.retrieve(), crux_nb.expand_relations()]).retrieve_with_trace("release")
+    >>> hits
+    HitList(1 hits)
+       1. 0.1151  chunk:a.md:c0000  Release planning starts in March.
+    """
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per hit (rank from 1); graph provenance and citations flattened to text."""
+        """One row per hit (rank from 1); graph provenance and citations flattened to text.
+
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_text("a.md", "Release planning starts in March.")
+        >>> hits, trace = kb.recipe(steps=[crux_nb.retrieve(), crux_nb.expand_relations()]).retrieve_with_trace("release")
+        >>> hits.to_frame()[["rank", "ref", "source_id", "content"]]
+           rank               ref source_id                            content
+        0     1  chunk:a.md:c0000      a.md  Release planning starts in March.
+        """
         frame = pd.DataFrame([_row(i, h) for i, h in enumerate(self, start=1)], columns=HIT_COLUMNS)
         frame["distance"] = frame["distance"].astype("Int64")
         return frame.dropna(axis=1, how="all") if len(frame) else frame
@@ -60,7 +78,15 @@ class HitList(list):
 
 @dataclass(frozen=True)
 class RetrievalResult:
-    """Hits and the trace of the run that produced them; unpacks as ``hits, trace``."""
+    """Hits and the trace of the run that produced them; unpacks as ``hits, trace``.
+
+    >>> import crux_nb
+    >>> kb = crux_nb.knowledge_base(id="docs")
+    >>> kb.add_text("a.md", "Release planning starts in March.")
+    >>> result = kb.recipe().retrieve_with_trace("release")
+    >>> len(result.hits), result.trace.steps[0].status
+    (1, 'success')
+    """
 
     hits: HitList
     trace: RecipeTrace

@@ -29,6 +29,16 @@ def collapse_warnings(warnings: Any) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class StepTrace:
+    """What one step of a run did: status, query and hit counts, warnings, what it read (``knowledge``).
+
+    >>> import crux_nb
+    >>> kb = crux_nb.knowledge_base(id="docs")
+    >>> kb.add_text("a.md", "Release planning starts in March.")
+    >>> hits, trace = kb.recipe(steps=[crux_nb.retrieve(), crux_nb.expand_relations()]).retrieve_with_trace("release")
+    >>> trace.steps[0]
+    StepTrace('retrieve', status='success', queries 1->0, hits 0->1, warnings=0)
+    """
+
     step_id: str
     kind: str
     status: str  # "success" | "error"
@@ -49,6 +59,16 @@ class StepTrace:
 
 @dataclass(frozen=True)
 class RecipeTrace:
+    """The trace of one recipe run: every step's :class:`StepTrace`, warnings and errors.
+
+    >>> import crux_nb
+    >>> kb = crux_nb.knowledge_base(id="docs")
+    >>> kb.add_text("a.md", "Release planning starts in March.")
+    >>> hits, trace = kb.recipe(steps=[crux_nb.retrieve(), crux_nb.expand_relations()]).retrieve_with_trace("release")
+    >>> trace
+    RecipeTrace(recipe_id='docs-recipe-...', query='release', steps=[retrieve:success, expand-relations:success], results=1, warnings=0)
+    """
+
     id: str
     recipe_id: str
     fingerprint: str
@@ -60,14 +80,32 @@ class RecipeTrace:
     errors: tuple[dict[str, str], ...] = field(default_factory=tuple)
 
     def step(self, step_id: str) -> StepTrace:
-        """The trace of the first step with this id."""
+        """The trace of the first step with this id.
+
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_text("a.md", "Release planning starts in March.")
+        >>> hits, trace = kb.recipe(steps=[crux_nb.retrieve(), crux_nb.expand_relations()]).retrieve_with_trace("release")
+        >>> trace.step("expand-relations").status
+        'success'
+        """
         for trace in self.steps:
             if trace.step_id == step_id:
                 return trace
         raise KeyError(step_id)
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per step: id, kind, status, counts, warnings, duration."""
+        """One row per step: id, kind, status, counts, warnings, duration.
+
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_text("a.md", "Release planning starts in March.")
+        >>> hits, trace = kb.recipe(steps=[crux_nb.retrieve(), crux_nb.expand_relations()]).retrieve_with_trace("release")
+        >>> trace.to_frame()[["step_id", "kind", "status", "output_hits"]]
+                    step_id      kind   status  output_hits
+        0          retrieve  retrieve  success            1
+        1  expand-relations    custom  success            1
+        """
         rows = [{"step_id": s.step_id, "kind": s.kind, "status": s.status, "input_queries": s.input_queries,
                  "input_hits": s.input_hits, "output_queries": s.output_queries, "output_hits": s.output_hits,
                  "warnings": len(s.warnings), "error": (s.error or {}).get("message"),
@@ -76,7 +114,16 @@ class RecipeTrace:
                                            "output_queries", "output_hits", "warnings", "error", "duration_ms"])
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready data (knowledge payloads included)."""
+        """Plain JSON-ready data (knowledge payloads included).
+
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_text("a.md", "Release planning starts in March.")
+        >>> hits, trace = kb.recipe(steps=[crux_nb.retrieve(), crux_nb.expand_relations()]).retrieve_with_trace("release")
+        >>> import json
+        >>> json.loads(json.dumps(trace.to_dict()))["steps"][0]["step_id"]
+        'retrieve'
+        """
         return to_data(self)
 
     def __repr__(self) -> str:

@@ -57,13 +57,36 @@ class Request:
 
 @dataclass(frozen=True)
 class StepInput:
+    """What a step receives: the planned queries (producers) or the previous step's hits (hit steps).
+
+    >>> import crux_nb
+    >>> kb = crux_nb.knowledge_base(id="docs")
+    >>> kb.add_text("a.md", "Launch in May.")
+    >>> seen = []
+    >>> spy = crux_nb.custom_step(lambda inp, ctx: seen.append((len(inp.hits), ctx.request.query)) or inp.hits, id="spy")
+    >>> _ = kb.recipe(steps=[crux_nb.retrieve(), spy]).retrieve("launch")
+    >>> seen
+    [(1, 'launch')]
+    """
+
     queries: tuple[PlannedQuery, ...] = ()
     hits: tuple[RetrieverHit, ...] = ()
 
 
 @dataclass(frozen=True)
 class StepOutput:
-    """What a step returns; ``knowledge`` is the knowledge trace payload, ``details`` step-specific records."""
+    """What a step returns; ``knowledge`` is the knowledge trace payload, ``details`` step-specific records.
+
+    A custom step may return a ``StepOutput`` (with warnings) instead of a plain list of hits:
+
+    >>> import crux_nb
+    >>> from crux_nb.retrieval import StepOutput
+    >>> kb = crux_nb.knowledge_base(id="docs")
+    >>> kb.add_text("a.md", "Launch in May.")
+    >>> warn = crux_nb.custom_step(lambda inp, ctx: StepOutput(hits=inp.hits, warnings=("checked",)), id="warn")
+    >>> kb.recipe(steps=[crux_nb.retrieve(), warn]).retrieve_with_trace("launch").trace.step("warn").warnings
+    ('checked',)
+    """
 
     queries: tuple[PlannedQuery, ...] | None = None
     hits: tuple[RetrieverHit, ...] | None = None
@@ -93,6 +116,20 @@ class KnowledgeBinding:
 
 @dataclass(frozen=True)
 class StepContext:
+    """What a step may read besides its input: the recipe, the request, the pinned state and graph.
+
+    >>> import crux_nb
+    >>> kb = crux_nb.knowledge_base(id="docs")
+    >>> kb.add_text("a.md", "Launch in May.")
+    >>> seen = {}
+    >>> def look(inp, ctx):
+    ...     seen.update(recipe=ctx.recipe_id, chunks=len(ctx.state.chunks), query=ctx.request.query)
+    ...     return inp.hits
+    >>> _ = kb.recipe(steps=[crux_nb.retrieve(), crux_nb.custom_step(look, id="look")], id="r").retrieve("launch")
+    >>> seen
+    {'recipe': 'r', 'chunks': 1, 'query': 'launch'}
+    """
+
     recipe_id: str
     namespace: str
     request: Request

@@ -37,6 +37,7 @@ from ..errors import ConflictError, NotFoundError, ParameterError, StorageError
 from ..schema import JSON_COLUMNS, SCHEMAS, TUPLE_COLUMNS, coerce, empty_frame, frozen_metadata, has_surrogate
 from .generations import (FORMAT, GEN, RESTORE, Base, check_version, current_pointer, generation_folder, inside,
                           kept, manifest_digest, read_base)
+from .imports import read_import, save_import
 from .lease import Lease
 from .state import KBState
 
@@ -173,6 +174,9 @@ def save(kb: Any, path: str | os.PathLike, *, partition_rows: int = PARTITION_RO
         manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": generation,
                     "kb": {"id": kb.id, "namespace": kb.namespace, "chunk_size": kb.chunk_size},
                     "tables": tables}
+        if getattr(kb, "graphrag", None) is not None:  # import details travel with the knowledge base
+            manifest["imported"] = save_import(kb.graphrag, tmp / "imported",
+                                               lambda folder, frame: _write_table(folder, frame, partition_rows))
         if kb.communities_config is not None:
             manifest["communities"] = communities_record(kb.communities_config)
         elif getattr(kb, "saved_communities", None):  # opened without its model: keep what was saved
@@ -258,6 +262,7 @@ class Saved:
     manifest: dict
     state: KBState
     base: Base
+    graphrag: Any = None  # a GraphRAGImport, when the knowledge base was imported from GraphRAG
 
 
 def read_saved(path: str | os.PathLike, *, verify: bool = True, generation: str | None = None) -> Saved:
@@ -277,7 +282,10 @@ def read_saved(path: str | os.PathLike, *, verify: bool = True, generation: str 
         manifest, state, digest = _read_generation(root, generation, verify=verify)
     else:
         generation, (manifest, state, digest) = _read_current(root, verify=verify)
-    return Saved(root, manifest, state, Base(generation, digest))
+    folder = generation_folder(root, generation) / "imported"
+    graphrag = read_import(manifest.get("imported"), lambda name, entry: _read_parts(
+        root, folder, generation, name, entry, verify=verify, what=f"imported table {name!r}"))
+    return Saved(root, manifest, state, Base(generation, digest), graphrag)
 
 
 def read_current(path: str | os.PathLike, *, verify: bool = True) -> tuple[Path, dict, KBState]:
@@ -338,7 +346,18 @@ def table_paths(path: str | os.PathLike) -> dict[str, Path]:
 
 
 def _read_table(root: Path, folder: Path, generation: str, table: str, entry: Any, *, verify: bool) -> pd.DataFrame:
-    where = f"table {table!r} of generation {generation} in {str(root)!r}"
+    frame = _read_parts(root, folder, generation, table, entry, verify=verify, what=f"table {table!r}")
+    try:
+        return _from_storable(frame, table)
+    except (ValueError, TypeError) as exc:
+        raise StorageError(f"table {table!r} of generation {generation} in {str(root)!r} does not match its schema: "
+                           f"{exc}.", hint=RESTORE) from None
+
+
+def _read_parts(root: Path, folder: Path, generation: str, table: str, entry: Any, *, verify: bool,
+                what: str) -> pd.DataFrame:
+    """The part files of one dataset, checked against the manifest (names, SHA-256 with ``verify``, rows)."""
+    where = f"{what} of generation {generation} in {str(root)!r}"
     files = _listed_files(folder, table, entry, where)
     pieces = []
     for file, part in files:
@@ -357,12 +376,7 @@ def _read_table(root: Path, folder: Path, generation: str, table: str, entry: An
             raise StorageError(f"{where} has {len(piece)} rows in {file.name}; the manifest says {part.get('rows')}.",
                                hint=RESTORE)
         pieces.append(piece)
-    frame = pieces[0] if len(pieces) == 1 else pd.concat(pieces, ignore_index=True)
-    try:
-        return _from_storable(frame, table)
-    except (ValueError, TypeError) as exc:
-        raise StorageError(f"{where} does not match its schema: {exc}.",
-                           hint=RESTORE) from None
+    return pieces[0] if len(pieces) == 1 else pd.concat(pieces, ignore_index=True)
 
 
 def _listed_files(folder: Path, table: str, entry: Any, where: str) -> list[tuple[Path, dict]]:

@@ -1,9 +1,8 @@
 """What the coverage view shows, read from a global-search run trace (and optionally a knowledge base).
 
 Pure data, no widgets: :func:`~crux_nb.widgets._coverage_read.coverage_data` finds the ``global_search`` step of a
-:class:`~crux_nb.retrieval.RetrievalResult` (or a :class:`~crux_nb.retrieval.RecipeTrace`, or the
-plain data of ``trace.to_dict()``) and returns a :class:`CoverageData` that both the widget and the
-static HTML use.
+:class:`~crux_nb.retrieval.RetrievalResult` (or a :class:`~crux_nb.retrieval.RecipeTrace`, or the plain data of
+``trace.to_dict()``) and returns a :class:`CoverageData` that both the widget and the static HTML use.
 
 Each finding hit is resolved to the report findings it cites. A hit records the union of the
 cited findings' supports and a ``finding_target`` hashed from its statement and the cited ids, not
@@ -22,11 +21,13 @@ from typing import Any
 
 import pandas as pd
 
+from ..community import Finding, Report
 from ..errors import ParameterError
+from ..retrieval.globalsearch.descent import Batch, Rating
 from ..refs import encode_ref, is_ref
 from .layout import TreeNode, fmt, tree_layout
 
-__all__ = ["CoverageData", "CoverageFinding", "CitedFinding", "SearchUnit", "BatchInfo", "RatingInfo",
+__all__ = ["CoverageData", "CoverageFinding", 
            "CallInfo", "STATUSES", "FRAME_COLUMNS", "coverage_nodes"]
 
 STEP_KIND = "global-search"
@@ -63,53 +64,8 @@ def _natural(text: str) -> tuple:
     return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text))
 
 
-@dataclass(frozen=True)
-class CitedFinding:
-    """One finding of a searched report: ``id`` is ``<community_id>:<finding_id>``; supports are encoded refs."""
-
-    id: str
-    community_id: str
-    statement: str
-    supports: tuple[str, ...]
-    assertion_refs: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class SearchUnit:
-    """A searched unit: one community report (or, for raw coverage, one chunk)."""
-
-    community_id: str
-    generation_id: str
-    level: int
-    parent_id: str | None
-    title: str
-    summary: str
-    findings: tuple[CitedFinding, ...]
-
-    @property
-    def chars(self) -> int:
-        """Upstream's measure: title + summary + every finding statement."""
-        return len(self.title) + len(self.summary) + sum(len(f.statement) for f in self.findings)
-
-
-@dataclass(frozen=True)
-class BatchInfo:
-    index: int  # 0-based; its map call's prompt id counts from 1
-    community_ids: tuple[str, ...]
-    input_chars: int
-
-    @property
-    def prompt_id(self) -> str:
-        return f"globalSearch:batch:{self.index + 1}"
-
-
-@dataclass(frozen=True)
-class RatingInfo:
-    community_id: str
-    level: int
-    rating: float | None
-    decision: str  # "visited" | "skipped" | "truncated"
-    fallback: bool = False  # chosen by the descent's fallback, not by its rating
+# A searched unit is the one report model: a Report whose findings have qualified ids
+# ("<community_id>:<finding_id>") and encoded evidence refs; a raw unit is a one-finding report.
 
 
 @dataclass(frozen=True)
@@ -125,7 +81,23 @@ class CallInfo:
 
 @dataclass(frozen=True)
 class CoverageFinding:
-    """A finding hit with its citation resolved to report findings (``cited``) and chunk refs (``supports``)."""
+    """A finding hit with its citation resolved to report findings (``cited``) and chunk refs (``supports``).
+
+    Examples
+    --------
+    >>> import crux_nb
+    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
+    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+    >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+    >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+    >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
+    >>> from crux_nb.widgets import coverage_data
+    >>> finding = coverage_data(result).findings[1]
+    >>> finding.rank, finding.statement, finding.resolution
+    (2, 'Priya Raman leads the Platform team.', 'verified')
+    >>> [c.statement for c in finding.cited], finding.cited_communities == (finding.community_id,)
+    (['Priya Raman leads the Platform team.'], True)
+    """
 
     rank: int
     target: str
@@ -135,7 +107,7 @@ class CoverageFinding:
     assertion_refs: tuple[str, ...]
     community_id: str
     generation: str
-    cited: tuple[CitedFinding, ...]
+    cited: tuple[Finding, ...]
     resolution: str  # see RESOLUTIONS
     hit: Any = field(default=None, compare=False, repr=False)
 
@@ -146,7 +118,23 @@ class CoverageFinding:
 
 @dataclass(frozen=True)
 class CoverageData:
-    """The global-search step of one run: coverage, what was read, what was mapped, and the findings."""
+    """The global-search step of one run: coverage, what was read, what was mapped, and the findings.
+
+    Examples
+    --------
+    >>> import crux_nb
+    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
+    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+    >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+    >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+    >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
+    >>> from crux_nb.widgets import coverage_data
+    >>> data = coverage_data(result)
+    >>> data.coverage, data.available["reports"], data.processed["reports"], len(data.batches)
+    ('exact', 1, 1, 1)
+    >>> [data.status(cid) for cid in data.tree_order()], data.call_counts()["map"]
+    (['mapped', 'unread', 'unread'], 1)
+    """
 
     step_id: str
     query: str
@@ -161,12 +149,12 @@ class CoverageData:
     preflight: Mapping[str, Any] | None
     truncations: tuple[Mapping[str, Any], ...]
     calls: tuple[CallInfo, ...] | None  # None: no call log recorded
-    units: tuple[SearchUnit, ...]
-    batches: tuple[BatchInfo, ...]
+    units: tuple[Report, ...]
+    batches: tuple[Batch, ...]
     excluded: tuple[str, ...]
     mapped: tuple[str, ...]
     threshold: int | None = None  # adaptive scan only
-    ratings: tuple[RatingInfo, ...] = ()
+    ratings: tuple[Rating, ...] = ()
     rating_calls: int | None = None
     budget_chars: int | None = None  # adaptive: the character budget (None: no budget)
     spent_chars: int | None = None  # adaptive: rating + map characters the descent spent
@@ -184,33 +172,48 @@ class CoverageData:
         return self.threshold is not None
 
     def find(self, target: str | None) -> CoverageFinding | None:
+        """The finding hit with this finding target (None when there is none).
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
+        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+        >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+        >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
+        >>> from crux_nb.widgets import coverage_data
+        >>> data = coverage_data(result)
+        >>> data.find(result.hits[1].citation.finding_target).statement, data.find("finding:0000")
+        ('Priya Raman leads the Platform team.', None)
+        """
         for f in self.findings:
             if f.target == target:
                 return f
         return None
 
-    def unit(self, community_id: str) -> SearchUnit | None:
+    def unit(self, community_id: str) -> Report | None:
         return self._by_id.get(community_id)
 
     @cached_property
-    def _by_id(self) -> dict[str, SearchUnit]:
+    def _by_id(self) -> dict[str, Report]:
         return {u.community_id: u for u in self.units}
 
     @cached_property
     def _lookup(self) -> dict[str, Any]:
-        ratings: dict[str, RatingInfo] = {}
+        ratings: dict[str, Rating] = {}
         for r in self.ratings:
             ratings.setdefault(r.community_id, r)
-        batches: dict[str, BatchInfo] = {}
+        batches: dict[str, Batch] = {}
         for b in self.batches:
             for c in b.community_ids:
                 batches.setdefault(c, b)
         return {"ratings": ratings, "batches": batches, "mapped": set(self.mapped), "excluded": set(self.excluded)}
 
-    def rating(self, community_id: str) -> RatingInfo | None:
+    def rating(self, community_id: str) -> Rating | None:
         return self._lookup["ratings"].get(community_id)
 
-    def batch_of(self, community_id: str) -> BatchInfo | None:
+    def batch_of(self, community_id: str) -> Batch | None:
         return self._lookup["batches"].get(community_id)
 
     def title(self, community_id: str) -> str:
@@ -220,7 +223,18 @@ class CoverageData:
         return self.others.get(community_id, (None, "", 0))[1]
 
     def status(self, community_id: str) -> str:
-        """mapped | visited | skipped | truncated | excluded | unread (see ``STATUS_LABELS``)."""
+        """mapped | visited | skipped | truncated | excluded | unread (see ``STATUS_LABELS``).
+
+        Examples
+        --------
+        >>> import crux_nb; from crux_nb.widgets import coverage_data
+        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
+        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+        >>> _ = kb.communities.prepare(); search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+        >>> data = coverage_data(kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?"))
+        >>> [(data.title(c), data.status(c)) for c in data.tree_order()][:2]
+        [('Priya Raman; Atlas and Platform', 'mapped'), ('Priya Raman', 'unread')]
+        """
         if community_id in self._lookup["excluded"]:
             return "excluded"
         if community_id in self._lookup["mapped"]:
@@ -246,7 +260,18 @@ class CoverageData:
         return max(levels) + 1 if levels else 0
 
     def call_counts(self) -> dict[str, int]:
-        """Calls in the log by task: ``map``/``rate`` first attempts, their repairs, failures, others."""
+        """Calls in the log by task: ``map``/``rate`` first attempts, their repairs, failures, others.
+
+        Examples
+        --------
+        >>> import crux_nb; from crux_nb.widgets import coverage_data
+        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
+        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+        >>> _ = kb.communities.prepare(); search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+        >>> data = coverage_data(kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?"))
+        >>> data.call_counts()
+        {'map': 1, 'map_repairs': 0, 'rate': 0, 'rate_repairs': 0, 'other': 0, 'failed': 0}
+        """
         counts = dict.fromkeys(("map", "map_repairs", "rate", "rate_repairs", "other", "failed"), 0)
         for c in self.calls or ():
             kind = {"map_findings": "map", "rate": "rate"}.get(c.task, "other")
@@ -256,11 +281,26 @@ class CoverageData:
             counts["failed"] += not c.ok
         return counts
 
-    def batch_calls(self, batch: BatchInfo) -> tuple[CallInfo, ...]:
+    def batch_calls(self, batch: Batch) -> tuple[CallInfo, ...]:
         return tuple(c for c in self.calls or () if c.task == "map_findings" and c.prompt_id == batch.prompt_id)
 
     # ------------------------------------------------------------------- frames
     def to_frame(self, by: str = "finding") -> pd.DataFrame:
+        """One row per finding, support, community or batch (``by``; see :meth:`CoverageView.to_frame`).
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
+        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+        >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+        >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
+        >>> from crux_nb.widgets import coverage_data
+        >>> coverage_data(result).to_frame("batch")[["batch", "prompt_id", "reports", "findings", "calls", "ok"]]
+           batch             prompt_id  reports  findings  calls    ok
+        0      1  globalSearch:batch:1        1         2      1  True
+        """
         if by not in FRAME_COLUMNS:
             raise ParameterError("CoverageView.to_frame()", "by", f"one of {list(FRAME_COLUMNS)}", by)
         rows = getattr(self, f"_rows_{by}")()
@@ -287,11 +327,22 @@ class CoverageData:
 
     def _rows_support(self) -> list[dict]:
         return [{"rank": f.rank, "finding_target": f.target, "support": ref,
-                 "cited_findings": " ".join(c.id for c in f.cited if ref in c.supports), "text": self.texts.get(ref)}
+                 "cited_findings": " ".join(c.id for c in f.cited if ref in c.evidence), "text": self.texts.get(ref)}
                 for f in self.findings for ref in f.supports]
 
     def tree_order(self) -> tuple[str, ...]:
-        """Community ids in depth-first drawing order."""
+        """Community ids in depth-first drawing order.
+
+        Examples
+        --------
+        >>> import crux_nb; from crux_nb.widgets import coverage_data
+        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
+        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+        >>> _ = kb.communities.prepare(); search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+        >>> data = coverage_data(kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?"))
+        >>> [data.unit(c).level for c in data.tree_order()]
+        [1, 0, 0]
+        """
         return tuple(tree_layout(coverage_nodes(self))[1])
 
     def _rows_community(self) -> list[dict]:

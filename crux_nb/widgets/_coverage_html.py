@@ -64,7 +64,21 @@ RESOLUTION_TEXT = {
 
 # ------------------------------------------------------------------------------------ coverage parts
 def coverage_svg(data: CoverageData, selected: CoverageFinding | None = None) -> str:
-    """The community hierarchy coloured by status, with ratings; ``selected``'s cited reports highlighted."""
+    """The community hierarchy coloured by status, with ratings; ``selected``'s cited reports highlighted.
+
+    Examples
+    --------
+    >>> import crux_nb
+    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
+    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+    >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+    >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+    >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
+    >>> from crux_nb.widgets import coverage_data
+    >>> svg = coverage_svg(coverage_data(result))
+    >>> svg.startswith("<svg"), svg.count('data-status="mapped"'), svg.count('data-status="unread"')
+    (True, 1, 2)
+    """
     on = set(selected.cited_communities) if selected is not None else set()
     return tree_svg(coverage_nodes(data), STATUS_COLORS, on=on, css="crux-hierarchy-svg",
                     label="community hierarchy by coverage status", role_attr="data-status")
@@ -272,7 +286,7 @@ def detail_html(data: CoverageData, selected: CoverageFinding | None) -> str:
         where = f"{unit.title} ({c.community_id}, level {unit.level})" if unit else c.community_id
         cited.append(f'<div class="crux-cited" data-finding="{esc(c.id)}"><div class="crux-muted">{esc(where)} · '
                      f'<span class="crux-ref">{esc(c.id)}</span></div><div>{esc(clip(c.statement, 400))}</div>'
-                     f'<div class="crux-muted">supports: <span class="crux-ref">{esc(" ".join(c.supports) or "none")}'
+                     f'<div class="crux-muted">supports: <span class="crux-ref">{esc(" ".join(c.evidence) or "none")}'
                      f'</span></div></div>')
     head = f"{RESOLUTION_TEXT[f.resolution]}: {_plural(len(f.cited), 'report finding')}"
     chunks = "".join(_chunk(ref, data) for ref in f.supports) or '<div class="crux-muted">no supports</div>'
@@ -291,7 +305,21 @@ def static_html(data: CoverageData, *, selected: CoverageFinding | None = None) 
 
 
 def coverage_html(result: Any, *, kb: Any = None, selected: str | None = None) -> str:
-    """Static HTML of a result's global-search step (what :class:`CoverageView` shows, without widgets)."""
+    """Static HTML of a result's global-search step (what :class:`CoverageView` shows, without widgets).
+
+    Examples
+    --------
+    >>> import crux_nb
+    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
+    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+    >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+    >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+    >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
+    >>> from crux_nb.widgets import coverage_html
+    >>> html = coverage_html(result, kb=kb)
+    >>> html.startswith('<div class="crux-coverage crux-coverage-static">'), "The Platform team runs Atlas." in html
+    (True, True)
+    """
     from ._coverage_read import coverage_data
 
     data = coverage_data(result, kb=kb)

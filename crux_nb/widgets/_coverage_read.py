@@ -13,42 +13,44 @@ from typing import Any, Iterable
 
 from .._hashing import stable_hash
 from ..errors import ParameterError
-from ._coverage_data import (OWNER, SEARCH_LIMIT, STEP_KIND, BatchInfo, CallInfo, CitedFinding, CoverageData,
-                             CoverageFinding, RatingInfo, SearchUnit, _get, _natural, _ref)
+from ..community import Finding, Report
+from ..retrieval.globalsearch.descent import Batch, Rating
+from ._coverage_data import OWNER, SEARCH_LIMIT, STEP_KIND, CallInfo, CoverageData, CoverageFinding, _get, _natural, _ref
 
 __all__ = ["coverage_data", "resolve_citation", "chunk_texts"]
 
 
-def _finding(value: Any, community_id: str) -> CitedFinding:
-    return CitedFinding(id=str(_get(value, "id")), community_id=community_id, statement=str(_get(value, "statement", "")),
-                        supports=tuple(_ref(s) for s in _get(value, "supports", ()) or ()),
+def _finding(value: Any, community_id: str) -> Finding:
+    # "supports": the name traces saved before the one report model used for a finding's evidence
+    evidence = _get(value, "evidence", None) or _get(value, "supports", ()) or ()
+    return Finding(id=str(_get(value, "id")), community_id=community_id, statement=str(_get(value, "statement", "")),
+                   evidence=tuple(_ref(s) for s in evidence),
                         assertion_refs=tuple(map(str, _get(value, "assertion_refs", ()) or ())))
 
 
-def _unit(value: Any) -> SearchUnit:
+def _unit(value: Any) -> Report:
     cid = _get(value, "community_id")
     if cid is None:
         raise ParameterError(OWNER, "result", "a result whose global_search() details hold search units", value)
     cid = str(cid)
     parent = _get(value, "parent_id")
-    return SearchUnit(community_id=cid, generation_id=str(_get(value, "generation_id", "")),
-                      level=int(_get(value, "level", 0)), parent_id=None if parent is None else str(parent),
-                      title=str(_get(value, "title", "")), summary=str(_get(value, "summary", "")),
-                      findings=tuple(_finding(f, cid) for f in _get(value, "findings", ()) or ()))
+    return Report(community_id=cid, generation_id=str(_get(value, "generation_id", "")),
+                  level=int(_get(value, "level", 0)), parent_id=None if parent is None else str(parent),
+                  title=str(_get(value, "title", "")), summary=str(_get(value, "summary", "")),
+                  findings=tuple(_finding(f, cid) for f in _get(value, "findings", ()) or ()))
 
 
-def _batch(value: Any) -> BatchInfo:
-    units = _get(value, "units", ()) or ()
-    return BatchInfo(index=int(_get(value, "index", 0)),
-                     community_ids=tuple(str(_get(u, "community_id")) for u in units),
-                     input_chars=int(_get(value, "input_chars", 0)))
+def _batch(value: Any) -> Batch:
+    return Batch(index=int(_get(value, "index", 0)), units=tuple(_unit(u) for u in _get(value, "units", ()) or ()),
+                 input_chars=int(_get(value, "input_chars", 0)))
 
 
-def _rating(value: Any) -> RatingInfo:
-    rating = _get(value, "rating")
-    return RatingInfo(str(_get(value, "community_id")), int(_get(value, "level", 0)),
-                      None if rating is None else float(rating), str(_get(value, "decision", "")),
-                      bool(_get(value, "fallback", False)))
+def _rating(value: Any) -> Rating:
+    rating, prior = _get(value, "rating"), _get(value, "prior")
+    return Rating(str(_get(value, "community_id")), int(_get(value, "level", 0)),
+                  None if rating is None else float(rating), str(_get(value, "decision", "")),
+                  bool(_get(value, "fallback", False)), None if prior is None else float(prior),
+                  bool(_get(value, "selected", False)))
 
 
 def _calls(log: Any) -> tuple[CallInfo, ...] | None:
@@ -71,16 +73,16 @@ def _target(statement: str, ids: Iterable[str]) -> str:
     return "finding:" + stable_hash({"statement": statement, "ids": sorted(ids)})
 
 
-def _union(findings: Iterable[CitedFinding]) -> tuple[str, ...]:
+def _union(findings: Iterable[Finding]) -> tuple[str, ...]:
     out: dict[str, None] = {}
     for f in findings:
-        out.update(dict.fromkeys(f.supports))
+        out.update(dict.fromkeys(f.evidence))
     return tuple(out)
 
 
 def resolve_citation(statement: str, target: str, supports: tuple[str, ...], assertion_refs: tuple[str, ...],
-                     community_id: str, pool: Iterable[CitedFinding],
-                     recorded: Iterable[str] | None = None) -> tuple[tuple[CitedFinding, ...], str]:
+                     community_id: str, pool: Iterable[Finding],
+                     recorded: Iterable[str] | None = None) -> tuple[tuple[Finding, ...], str]:
     """The report findings a finding hit cites, and how they were found (see ``RESOLUTIONS``).
 
     ``pool``: the findings the map calls were shown. ``recorded``: cited ids, when the hit records them.
@@ -93,8 +95,8 @@ def resolve_citation(statement: str, target: str, supports: tuple[str, ...], ass
         # the recorded ids are authoritative; they are "verified" when they also reproduce the target
         return cited, "verified" if _target(statement, ids) == target else "recorded"
     wanted, asserted = set(supports), set(assertion_refs)
-    candidates = [f for f in pool if set(f.supports) <= wanted and set(f.assertion_refs) <= asserted
-                  and (f.supports or f.statement == statement)]
+    candidates = [f for f in pool if set(f.evidence) <= wanted and set(f.assertion_refs) <= asserted
+                  and (f.evidence or f.statement == statement)]
     same = [f for f in candidates if f.statement == statement]
     if same and _target(statement, (f.id for f in same)) == target:
         return tuple(same), "verified"
@@ -111,7 +113,7 @@ def resolve_citation(statement: str, target: str, supports: tuple[str, ...], ass
                 return combo, "verified"
         if tried > SEARCH_LIMIT:
             break
-    guess = same or [f for f in candidates if f.community_id == community_id and f.supports]
+    guess = same or [f for f in candidates if f.community_id == community_id and f.evidence]
     return (tuple(guess), "inferred") if guess else ((), "unresolved")
 
 
@@ -182,6 +184,20 @@ def coverage_data(result: Any, *, kb: Any = None) -> CoverageData:
     """Read the global-search step of ``result`` (a RetrievalResult, a RecipeTrace or ``trace.to_dict()``).
 
     ``kb`` (optional) adds the text of every cited chunk and the place of excluded reports.
+
+    Examples
+    --------
+    >>> import crux_nb
+    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
+    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+    >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+    >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+    >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
+    >>> data = coverage_data(result, kb=kb)
+    >>> data.step_id, data.query, [f.statement for f in data.findings]
+    ('global-search', 'What does the Platform team do?', ['The Platform team runs Atlas.', 'Priya Raman leads the Platform team.'])
+    >>> coverage_data(result.trace).has_hits, len(coverage_data(result.trace.to_dict()).units)  # a trace: no hits
+    (False, 3)
     """
     from ..hits import FindingHit
     from ..retrieval.results import RetrievalResult
@@ -202,7 +218,7 @@ def coverage_data(result: Any, *, kb: Any = None) -> CoverageData:
     batches = tuple(_batch(b) for b in details.get("batches", ()) or ())
     generations = tuple(map(str, _get(k, "generations", ()) or ()))
     adaptive = _get(k, "adaptive")
-    ratings: tuple[RatingInfo, ...] = ()
+    ratings: tuple[Rating, ...] = ()
     threshold = rating_calls = budget = spent = fallback = None
     if adaptive is not None:
         threshold, rating_calls = _get(adaptive, "threshold", 0), int(_get(adaptive, "rating_calls", 0))
@@ -227,7 +243,7 @@ def coverage_data(result: Any, *, kb: Any = None) -> CoverageData:
                                         score=float(hit.score), supports=supports, assertion_refs=assertions,
                                         community_id=lineage.report_community_id,
                                         generation=lineage.community_generation, cited=cited, resolution=how, hit=hit))
-    refs = [r for f in findings for r in (*f.supports, *(s for x in f.cited for s in x.supports))]
+    refs = [r for f in findings for r in (*f.supports, *(s for x in f.cited for s in x.evidence))]
     view = _get(k, "view")
     preflight = _get(k, "preflight")
     return CoverageData(

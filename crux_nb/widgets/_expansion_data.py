@@ -28,7 +28,15 @@ _FIELDS = ("key", "ref", "seed", "path", "edges", "distance", "score", "position
 
 
 def path_text(path: Iterable[str], edges: Iterable[str]) -> str:
-    """``chunk:a:c1 —mentions→ entity:x —mentions→ chunk:b:c3``."""
+    """``chunk:a:c1 —mentions→ entity:x —mentions→ chunk:b:c3``.
+
+    Examples
+    --------
+    >>> path_text(["chunk:a:c1", "entity:x", "chunk:b:c3"], ["mentions", "mentions"])
+    'chunk:a:c1 —mentions→ entity:x —mentions→ chunk:b:c3'
+    >>> path_text(["chunk:a:c1"], [])
+    'chunk:a:c1'
+    """
     path, edges = list(path), list(edges)
     parts = [path[0]] if path else []
     for edge, ref in zip(edges, path[1:]):
@@ -71,7 +79,26 @@ def _record(value: Any) -> Expansion:
 
 @dataclass(frozen=True)
 class ExpansionData:
-    """The expansion step of one run: seeds, added hits (in step order) and texts to show."""
+    """The expansion step of one run: seeds, added hits (in step order) and texts to show.
+
+    What ``ExpansionView(result).data`` holds; ``expansion_data(result)`` reads it without a widget.
+
+    Examples
+    --------
+    >>> import crux_nb
+    >>> kb = crux_nb.knowledge_base(id="docs")
+    >>> kb.add_text("plan.md", "Beacon launches in April. Priya Raman owns Beacon.")
+    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+    >>> _ = kb.extract_entities(progress=False)
+    >>> steps = [crux_nb.retrieve(limit=1), crux_nb.expand_relations(types=["mentions"], depth=2)]
+    >>> result = kb.recipe(steps=steps).retrieve_with_trace("When does Beacon launch?")
+    >>> from crux_nb.widgets import expansion_data
+    >>> data = expansion_data(result, kb=kb)
+    >>> data.seeds, data.edge_types, data.max_distance
+    (('chunk:plan.md:c0000', 'entity:beacon'), ('mentions',), 2)
+    >>> data.label("entity:priya-raman"), data.contents["docs:team.md:c0000"]
+    ('Priya Raman', 'Priya Raman leads the Platform team.')
+    """
 
     step_id: str
     query: str
@@ -91,10 +118,39 @@ class ExpansionData:
         return max((x.distance for x in self.expansions), default=0)
 
     def rank(self, expansion: Expansion) -> int:
-        """1-based rank of an added hit among the added hits (step order)."""
+        """1-based rank of an added hit among the added hits (step order).
+
+        Examples
+        --------
+        >>> from crux_nb.widgets import ExpansionData
+        >>> from crux_nb.retrieval.expand import Expansion
+        >>> near = Expansion(key="kb:b:c1", ref="chunk:b:c1", seed="chunk:a:c1", path=("chunk:a:c1", "entity:x", "chunk:b:c1"),
+        ...                  edges=("mentions", "mentions"), distance=1, score=0.5, position=1, supports=("chunk:a:c1",))
+        >>> far = Expansion(key="kb:c:c1", ref="chunk:c:c1", seed="chunk:a:c1", path=("chunk:a:c1", "chunk:c:c1"),
+        ...                 edges=("related",), distance=2, score=0.75, position=2, supports=("chunk:a:c1",))
+        >>> data = ExpansionData(step_id="expand-relations", query="q", seeds=("chunk:a:c1",), expansions=(near, far),
+        ...                      names={"entity:x": "Project X"})
+        >>> data.rank(far), data.rank(near)
+        (2, 1)
+        """
         return self.expansions.index(expansion) + 1
 
     def find(self, key: str | None) -> Expansion | None:
+        """The added hit with hit key ``key`` (None when there is none).
+
+        Examples
+        --------
+        >>> from crux_nb.widgets import ExpansionData
+        >>> from crux_nb.retrieval.expand import Expansion
+        >>> near = Expansion(key="kb:b:c1", ref="chunk:b:c1", seed="chunk:a:c1", path=("chunk:a:c1", "entity:x", "chunk:b:c1"),
+        ...                  edges=("mentions", "mentions"), distance=1, score=0.5, position=1, supports=("chunk:a:c1",))
+        >>> far = Expansion(key="kb:c:c1", ref="chunk:c:c1", seed="chunk:a:c1", path=("chunk:a:c1", "chunk:c:c1"),
+        ...                 edges=("related",), distance=2, score=0.75, position=2, supports=("chunk:a:c1",))
+        >>> data = ExpansionData(step_id="expand-relations", query="q", seeds=("chunk:a:c1",), expansions=(near, far),
+        ...                      names={"entity:x": "Project X"})
+        >>> data.find("kb:c:c1").ref, data.find("kb:zzz:c1")
+        ('chunk:c:c1', None)
+        """
         for x in self.expansions:
             if x.key == key:
                 return x
@@ -102,14 +158,37 @@ class ExpansionData:
 
     def visible(self, types: Iterable[str] | None = None, max_distance: int | None = None) -> tuple[Expansion, ...]:
         """The added hits whose whole path uses only ``types`` and whose distance is at most ``max_distance``,
-        best score first (step order among equal scores)."""
+        best score first (step order among equal scores).
+
+        Examples
+        --------
+        >>> from crux_nb.widgets import ExpansionData
+        >>> from crux_nb.retrieval.expand import Expansion
+        >>> near = Expansion(key="kb:b:c1", ref="chunk:b:c1", seed="chunk:a:c1", path=("chunk:a:c1", "entity:x", "chunk:b:c1"),
+        ...                  edges=("mentions", "mentions"), distance=1, score=0.5, position=1, supports=("chunk:a:c1",))
+        >>> far = Expansion(key="kb:c:c1", ref="chunk:c:c1", seed="chunk:a:c1", path=("chunk:a:c1", "chunk:c:c1"),
+        ...                 edges=("related",), distance=2, score=0.75, position=2, supports=("chunk:a:c1",))
+        >>> data = ExpansionData(step_id="expand-relations", query="q", seeds=("chunk:a:c1",), expansions=(near, far),
+        ...                      names={"entity:x": "Project X"})
+        >>> [x.ref for x in data.visible()]  # best score first
+        ['chunk:c:c1', 'chunk:b:c1']
+        >>> [x.ref for x in data.visible(types=["mentions"])], [x.ref for x in data.visible(max_distance=0)]
+        (['chunk:b:c1'], [])
+        """
         allowed = None if types is None else set(types)
         kept = [x for x in self.expansions
                 if (allowed is None or set(x.edges) <= allowed) and (max_distance is None or x.distance <= max_distance)]
         return tuple(sorted(kept, key=lambda x: -x.score))
 
     def label(self, ref: str) -> str:
-        """A short node label: the entity's name, or the ref without its kind."""
+        """A short node label: the entity's name, or the ref without its kind.
+
+        Examples
+        --------
+        >>> data = ExpansionData(step_id="e", query="q", seeds=(), expansions=(), names={"entity:x": "Project X"})
+        >>> data.label("entity:x"), data.label("chunk:plan.md:c0000"), data.label("not a ref")
+        ('Project X', 'plan.md:c0000', 'not a ref')
+        """
         if ref in self.names:
             return self.names[ref]
         decoded = decode_ref(ref)
@@ -118,6 +197,27 @@ class ExpansionData:
         return ":".join(decoded.segments())
 
     def to_frame(self, expansions: Iterable[Expansion] | None = None) -> pd.DataFrame:
+        """One row per added hit (``expansions``, default all) in the columns of :data:`FRAME_COLUMNS`.
+
+        Examples
+        --------
+        >>> from crux_nb.widgets import ExpansionData
+        >>> from crux_nb.retrieval.expand import Expansion
+        >>> near = Expansion(key="kb:b:c1", ref="chunk:b:c1", seed="chunk:a:c1", path=("chunk:a:c1", "entity:x", "chunk:b:c1"),
+        ...                  edges=("mentions", "mentions"), distance=1, score=0.5, position=1, supports=("chunk:a:c1",))
+        >>> far = Expansion(key="kb:c:c1", ref="chunk:c:c1", seed="chunk:a:c1", path=("chunk:a:c1", "chunk:c:c1"),
+        ...                 edges=("related",), distance=2, score=0.75, position=2, supports=("chunk:a:c1",))
+        >>> data = ExpansionData(step_id="expand-relations", query="q", seeds=("chunk:a:c1",), expansions=(near, far),
+        ...                      names={"entity:x": "Project X"})
+        >>> data.to_frame()[["ref", "edges", "hops", "distance", "score"]]
+                  ref                edges  hops  distance  score
+        0  chunk:b:c1  mentions > mentions     2         1   0.50
+        1  chunk:c:c1              related     1         2   0.75
+        >>> data.to_frame()["path"][1]
+        'chunk:a:c1 —related→ chunk:c:c1'
+        >>> len(data.to_frame(data.visible(max_distance=1)))
+        1
+        """
         rows = [{"position": x.position, "key": x.key, "ref": x.ref, "seed": x.seed,
                  "path": path_text(x.path, x.edges), "edges": " > ".join(x.edges), "hops": len(x.edges),
                  "distance": x.distance, "score": x.score, "supports": " ".join(x.supports),
@@ -173,6 +273,21 @@ def expansion_data(result: Any, *, step: str | None = None, kb: Any = None) -> E
 
     ``step`` picks a step id when a recipe expands more than once; ``kb`` (optional) adds
     entity names and chunk texts the result does not carry.
+
+    Examples
+    --------
+    >>> import crux_nb
+    >>> kb = crux_nb.knowledge_base(id="docs")
+    >>> kb.add_text("plan.md", "Beacon launches in April. Priya Raman owns Beacon.")
+    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+    >>> _ = kb.extract_entities(progress=False)
+    >>> steps = [crux_nb.retrieve(limit=1), crux_nb.expand_relations(types=["mentions"], depth=2)]
+    >>> result = kb.recipe(steps=steps).retrieve_with_trace("When does Beacon launch?")
+    >>> data = expansion_data(result)
+    >>> data.step_id, [x.ref for x in data.expansions]
+    ('expand-relations', ['chunk:team.md:c0000', 'chunk:ops.md:c0000'])
+    >>> data.names, len(expansion_data(result, kb=kb).names)  # names come with the kb
+    ({}, 4)
     """
     from ..retrieval.results import RetrievalResult
     from ..retrieval.trace import RecipeTrace

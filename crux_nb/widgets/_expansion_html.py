@@ -99,7 +99,22 @@ def _arrow(x: float, y: float, dx: float, dy: float, colour: str) -> str:
 
 
 def expansion_svg(data: ExpansionData, shown: Iterable[Expansion], selected: Expansion | None = None) -> str:
-    """The expansion subgraph of ``shown`` as an SVG string; ``selected``'s path highlighted."""
+    """The expansion subgraph of ``shown`` as an SVG string; ``selected``'s path highlighted.
+
+    Examples
+    --------
+    >>> from crux_nb.widgets import ExpansionData
+    >>> from crux_nb.retrieval.expand import Expansion
+    >>> near = Expansion(key="kb:b:c1", ref="chunk:b:c1", seed="chunk:a:c1", path=("chunk:a:c1", "entity:x", "chunk:b:c1"),
+    ...                  edges=("mentions", "mentions"), distance=1, score=0.5, position=1, supports=("chunk:a:c1",))
+    >>> far = Expansion(key="kb:c:c1", ref="chunk:c:c1", seed="chunk:a:c1", path=("chunk:a:c1", "chunk:c:c1"),
+    ...                 edges=("related",), distance=2, score=0.75, position=2, supports=("chunk:a:c1",))
+    >>> data = ExpansionData(step_id="expand-relations", query="q", seeds=("chunk:a:c1",), expansions=(near, far),
+    ...                      names={"entity:x": "Project X"})
+    >>> svg = expansion_svg(data, data.expansions, selected=near)
+    >>> svg.startswith("<svg"), svg.count('<g class="crux-edge crux-on"'), "Project X" in svg
+    (True, 2, True)
+    """
     shown = tuple(shown)
     if selected is not None and selected not in shown:
         selected = None
@@ -269,7 +284,22 @@ def static_html(data: ExpansionData, *, shown: Iterable[Expansion] | None = None
 
 def expansion_html(result: Any, *, step: str | None = None, kb: Any = None, types: Iterable[str] | None = None,
                    max_distance: int | None = None, selected: str | None = None) -> str:
-    """Static HTML of a result's expansion step (what :class:`ExpansionView` shows, without widgets)."""
+    """Static HTML of a result's expansion step (what :class:`ExpansionView` shows, without widgets).
+
+    Examples
+    --------
+    >>> import crux_nb
+    >>> kb = crux_nb.knowledge_base(id="docs")
+    >>> kb.add_text("plan.md", "Beacon launches in April. Priya Raman owns Beacon.")
+    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+    >>> _ = kb.extract_entities(progress=False)
+    >>> steps = [crux_nb.retrieve(limit=1), crux_nb.expand_relations(types=["mentions"], depth=2)]
+    >>> result = kb.recipe(steps=steps).retrieve_with_trace("When does Beacon launch?")
+    >>> from crux_nb.widgets import expansion_html
+    >>> html = expansion_html(result, max_distance=1)
+    >>> html.startswith('<div class="crux-expansion crux-expansion-static">'), "chunk:ops.md:c0000" in html
+    (True, False)
+    """
     from ._expansion_data import expansion_data
 
     data = expansion_data(result, step=step, kb=kb)

@@ -6,18 +6,19 @@ communities, and a stale one shows its current (older) generation with a warning
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
+from ..community import Finding
 from ..errors import ParameterError
 from ..refs import encode_ref, is_ref
 from ._coverage_read import chunk_texts
 from .layout import TreeNode, plural, tree_layout
 
-__all__ = ["ExplorerData", "CommunityInfo", "ReportFindingInfo", "explorer_data", "EXPLORER_COLUMNS"]
+__all__ = ["ExplorerData", "CommunityInfo", "explorer_data", "EXPLORER_COLUMNS"]
 
 OWNER = "CommunityExplorer()"
 KINDS = ("root", "parent", "leaf")  # the node roles the drawing colours
@@ -26,16 +27,22 @@ EXPLORER_COLUMNS = ["community_id", "level", "kind", "parent_id", "children", "n
 
 
 @dataclass(frozen=True)
-class ReportFindingInfo:
-    id: str
-    statement: str
-    evidence: tuple[str, ...]  # encoded refs
-    assertion_refs: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
 class CommunityInfo:
-    """One community of the current generation with its report (empty title/summary when it has none)."""
+    """One community of the current generation with its report (empty title/summary when it has none).
+
+    Examples
+    --------
+    >>> import crux_nb
+    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
+    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+    >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+    >>> from crux_nb.widgets import explorer_data
+    >>> leaf = explorer_data(kb.communities).order()[1]
+    >>> leaf.level, leaf.kind, leaf.title, leaf.n_chunks, leaf.has_report
+    (0, 'leaf', 'Priya Raman', 1, True)
+    >>> [f.statement for f in leaf.findings], leaf.evidence
+    (['Priya Raman leads the Platform team.'], ('chunk:team.md:c0000',))
+    """
 
     community_id: str
     level: int
@@ -46,7 +53,7 @@ class CommunityInfo:
     n_entities: int
     title: str
     summary: str
-    findings: tuple[ReportFindingInfo, ...]
+    findings: tuple[Finding, ...]  # the report's findings, evidence as encoded refs
     has_report: bool = True
 
     @property
@@ -57,6 +64,22 @@ class CommunityInfo:
 
 @dataclass(frozen=True)
 class ExplorerData:
+    """The current generation of a communities surface, as plain data (what :class:`CommunityExplorer` shows).
+
+    Examples
+    --------
+    >>> import crux_nb
+    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
+    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+    >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+    >>> from crux_nb.widgets import explorer_data
+    >>> data = explorer_data(kb.communities)
+    >>> data.status, data.levels, len(data.communities)
+    ('ready', (1, 0), 3)
+    >>> data.texts["chunk:ops.md:c0000"]
+    'The Platform team runs Atlas.'
+    """
+
     scope: str
     config_id: str
     status: str
@@ -71,6 +94,18 @@ class ExplorerData:
         return {c.community_id: c for c in self.communities}
 
     def find(self, community_id: str | None) -> CommunityInfo | None:
+        """The community with this id (None when there is none).
+
+        Examples
+        --------
+        >>> from crux_nb.widgets import CommunityInfo, ExplorerData
+        >>> def info(cid, level, parent, children=()):
+        ...     return CommunityInfo(cid, level, "leaf" if not children else "parent", parent, children, 1, 1, cid.title(), "", ())
+        >>> data = ExplorerData(scope="corpus", config_id="c", status="ready", generation_id="g1", view=(None, None),
+        ...                     communities=(info("top", 2, None, ("mid",)), info("mid", 1, "top", ("leaf",)), info("leaf", 0, "mid")))
+        >>> data.find("mid").title, data.find("gone"), data.find(None)
+        ('Mid', None, None)
+        """
         return self._by_id.get(community_id) if community_id is not None else None
 
     @property
@@ -78,7 +113,18 @@ class ExplorerData:
         return tuple(sorted({c.level for c in self.communities}, reverse=True))
 
     def ancestors(self, community_id: str) -> tuple[str, ...]:
-        """The parent chain from the community up to its root (the community itself excluded)."""
+        """The parent chain from the community up to its root (the community itself excluded).
+
+        Examples
+        --------
+        >>> from crux_nb.widgets import CommunityInfo, ExplorerData
+        >>> def info(cid, level, parent, children=()):
+        ...     return CommunityInfo(cid, level, "leaf" if not children else "parent", parent, children, 1, 1, cid.title(), "", ())
+        >>> data = ExplorerData(scope="corpus", config_id="c", status="ready", generation_id="g1", view=(None, None),
+        ...                     communities=(info("top", 2, None, ("mid",)), info("mid", 1, "top", ("leaf",)), info("leaf", 0, "mid")))
+        >>> data.ancestors("leaf"), data.ancestors("top")
+        (('mid', 'top'), ())
+        """
         out: list[str] = []
         node = self.find(community_id)
         while node is not None and node.parent_id is not None and node.parent_id not in out:
@@ -87,14 +133,52 @@ class ExplorerData:
         return tuple(out)
 
     def depth(self, community_id: str) -> int:
+        """How many of the community's ancestors are drawn (0 for a root).
+
+        Examples
+        --------
+        >>> from crux_nb.widgets import CommunityInfo, ExplorerData
+        >>> def info(cid, level, parent, children=()):
+        ...     return CommunityInfo(cid, level, "leaf" if not children else "parent", parent, children, 1, 1, cid.title(), "", ())
+        >>> data = ExplorerData(scope="corpus", config_id="c", status="ready", generation_id="g1", view=(None, None),
+        ...                     communities=(info("top", 2, None, ("mid",)), info("mid", 1, "top", ("leaf",)), info("leaf", 0, "mid")))
+        >>> [data.depth(c) for c in ("top", "mid", "leaf")]
+        [0, 1, 2]
+        """
         return len([a for a in self.ancestors(community_id) if a in self._by_id])
 
     def order(self) -> tuple[CommunityInfo, ...]:
-        """Depth-first tree order (what the drawing and the picker list)."""
+        """Depth-first tree order (what the drawing and the picker list).
+
+        Examples
+        --------
+        >>> from crux_nb.widgets import CommunityInfo, ExplorerData
+        >>> def info(cid, level, parent, children=()):
+        ...     return CommunityInfo(cid, level, "leaf" if not children else "parent", parent, children, 1, 1, cid.title(), "", ())
+        >>> data = ExplorerData(scope="corpus", config_id="c", status="ready", generation_id="g1", view=(None, None),
+        ...                     communities=(info("top", 2, None, ("mid",)), info("mid", 1, "top", ("leaf",)), info("leaf", 0, "mid")))
+        >>> [c.community_id for c in data.order()]
+        ['top', 'mid', 'leaf']
+        """
         _, order = tree_layout(explorer_nodes(self))
         return tuple(self._by_id[i] for i in order)
 
     def to_frame(self) -> pd.DataFrame:
+        """One row per community in tree order (the columns of :data:`EXPLORER_COLUMNS`).
+
+        Examples
+        --------
+        >>> from crux_nb.widgets import CommunityInfo, ExplorerData
+        >>> def info(cid, level, parent, children=()):
+        ...     return CommunityInfo(cid, level, "leaf" if not children else "parent", parent, children, 1, 1, cid.title(), "", ())
+        >>> data = ExplorerData(scope="corpus", config_id="c", status="ready", generation_id="g1", view=(None, None),
+        ...                     communities=(info("top", 2, None, ("mid",)), info("mid", 1, "top", ("leaf",)), info("leaf", 0, "mid")))
+        >>> data.to_frame()[["community_id", "level", "kind", "parent_id", "children"]]
+          community_id  level    kind parent_id  children
+        0          top      2  parent       NaN         1
+        1          mid      1  parent       top         1
+        2         leaf      0    leaf       mid         0
+        """
         rows = [{"community_id": c.community_id, "level": c.level, "kind": c.kind, "parent_id": c.parent_id,
                  "children": len(c.child_ids), "n_chunks": c.n_chunks, "n_entities": c.n_entities, "title": c.title,
                  "findings": len(c.findings), "evidence": " ".join(c.evidence)} for c in self.order()]
@@ -115,7 +199,22 @@ def _refs(values: Iterable[Any]) -> tuple[str, ...]:
 
 
 def explorer_data(surface: Any, *, kb: Any = None) -> ExplorerData:
-    """Read the current generation of ``surface``; chunk texts through ``kb`` (default: the surface's kb)."""
+    """Read the current generation of ``surface``; chunk texts through ``kb`` (default: the surface's kb).
+
+    Reading never builds: an unprepared surface gives no communities.
+
+    Examples
+    --------
+    >>> import crux_nb
+    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
+    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+    >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+    >>> [(c.level, c.title) for c in explorer_data(kb.communities).order()]
+    [(1, 'Priya Raman; Atlas and Platform'), (0, 'Priya Raman'), (0, 'Atlas and Platform')]
+    >>> fresh = crux_nb.knowledge_base(id="new", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
+    >>> explorer_data(fresh.communities).communities
+    ()
+    """
     from ..community.frames import read_reports
 
     needed = ("kb", "scope", "frame", "status", "config")
@@ -133,8 +232,7 @@ def explorer_data(surface: Any, *, kb: Any = None) -> ExplorerData:
     infos = []
     for row in frame.sort_values(["level", "community_id"], ascending=[False, True]).itertuples(index=False):
         report = reports.get(row.community_id)
-        findings = tuple(ReportFindingInfo(str(f.id), f.statement, _refs(f.evidence), tuple(map(str, f.assertion_refs)))
-                         for f in (report.findings if report else ()))
+        findings = tuple(replace(f, evidence=_refs(f.evidence)) for f in (report.findings if report else ()))
         children = row.child_ids if row.child_ids is not None else ()
         infos.append(CommunityInfo(
             community_id=str(row.community_id), level=int(row.level), kind=str(row.kind),

@@ -23,7 +23,19 @@ KIND_COLORS = {"root": ("#ede9fe", "#7c3aed"), "parent": ("#dbeafe", "#2563eb"),
 
 
 def explorer_svg(data: ExplorerData, selected: CommunityInfo | None = None) -> str:
-    """The community tree; ``selected`` and the links up to its root highlighted."""
+    """The community tree; ``selected`` and the links up to its root highlighted.
+
+    Examples
+    --------
+    >>> from crux_nb.widgets import CommunityInfo, ExplorerData
+    >>> def info(cid, level, parent, children=()):
+    ...     return CommunityInfo(cid, level, "leaf" if not children else "parent", parent, children, 1, 1, cid.title(), "", ())
+    >>> data = ExplorerData(scope="corpus", config_id="c", status="ready", generation_id="g1", view=(None, None),
+    ...                     communities=(info("top", 2, None, ("mid",)), info("mid", 1, "top", ("leaf",)), info("leaf", 0, "mid")))
+    >>> svg = explorer_svg(data, data.find("leaf"))
+    >>> svg.startswith("<svg"), svg.count('data-kind="leaf"'), svg.count('data-kind="parent"')
+    (True, 1, 2)
+    """
     on, on_edges = set(), set()
     if selected is not None:
         chain = (selected.community_id, *data.ancestors(selected.community_id))
@@ -116,7 +128,19 @@ def static_html(data: ExplorerData, *, selected: CommunityInfo | None = None) ->
 
 
 def explorer_html(surface: Any, *, kb: Any = None, selected: str | None = None) -> str:
-    """Static HTML of a communities surface (what :class:`CommunityExplorer` shows, without widgets)."""
+    """Static HTML of a communities surface (what :class:`CommunityExplorer` shows, without widgets).
+
+    Examples
+    --------
+    >>> import crux_nb
+    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
+    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+    >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+    >>> from crux_nb.widgets import explorer_html
+    >>> html = explorer_html(kb.communities)
+    >>> html.startswith('<div class="crux-explorer crux-explorer-static">'), "Atlas and Platform" in html
+    (True, True)
+    """
     from ._explorer_data import explorer_data
 
     data = explorer_data(surface, kb=kb)

@@ -5,7 +5,7 @@ findings, the preflight against the calls actually made, the community hierarchy
 happened to each report (mapped, visited, skipped, truncated, excluded), the map batches and any
 truncation. Selecting a finding hit shows its citation resolved to the report findings it cites and
 to the chunks behind them. ``view.selected`` is the selected :class:`CoverageFinding`
-(``view.selected_target`` its finding target, an observable trait). Without a widget manager the
+(``view.selected_id`` its finding target, an observable trait). Without a widget manager the
 same view shows as static HTML.
 """
 
@@ -38,9 +38,24 @@ class CoverageView(SelectionView):
     actual, adaptive descent, truncations); ``finding_select`` (Select) beside ``detail`` (HTML, the
     selected finding); ``graph`` (HTML with the hierarchy SVG); ``batch_table`` (HTML, one row per
     map batch); ``finding_table`` (HTML, one row per finding).
+
+    Examples
+    --------
+    >>> import crux_nb
+    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
+    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+    >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+    >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+    >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
+    >>> from crux_nb.widgets import CoverageView
+    >>> view = CoverageView(result, kb=kb)
+    >>> view
+    CoverageView(step='global-search', coverage='exact', findings=2, reports=1/1, batches=1, calls=1)
+    >>> view.selected.statement, view.selected.supports, view.selected.resolution
+    ('The Platform team runs Atlas.', ('chunk:ops.md:c0000',), 'verified')
     """
 
-    selected_target = traitlets.Unicode(None, allow_none=True, help="finding target of the selected finding hit")
+    selected_id = traitlets.Unicode(None, allow_none=True, help="finding target of the selected finding hit")
 
     def __init__(self, result: Any, *, kb: Any = None, **kwargs: Any):
         data = coverage_data(result, kb=kb)
@@ -72,7 +87,7 @@ class CoverageView(SelectionView):
         self.batch_table.value = batches_html(data)
         self.finding_select.observe(self._on_pick, names="value")
         if data.findings:
-            self.selected_target = data.findings[0].target  # renders through _on_target
+            self.selected_id = data.findings[0].target  # renders through _on_target
         else:
             self._render()
 
@@ -102,7 +117,7 @@ class CoverageView(SelectionView):
     @property
     def selected(self) -> CoverageFinding | None:
         """The selected finding (a ``CoverageFinding``: statement, cited report findings, supports), or None."""
-        return self._data.find(self.selected_target)
+        return self._data.find(self.selected_id)
 
     @selected.setter
     def selected(self, value: Any) -> None:
@@ -110,9 +125,9 @@ class CoverageView(SelectionView):
             value = value.target
         elif value is not None and not isinstance(value, str) and hasattr(value, "citation"):
             value = value.citation.finding_target  # a FindingHit
-        self.selected_target = value
+        self.selected_id = value
 
-    @traitlets.validate("selected_target")
+    @traitlets.validate("selected_id")
     def _check_target(self, proposal: dict) -> str | None:
         target = proposal["value"]
         if target is None:
@@ -127,7 +142,30 @@ class CoverageView(SelectionView):
     def to_frame(self, by: str = "finding") -> pd.DataFrame:
         """``by="finding"`` (default): one row per finding hit with its supports and the report findings it
         cites; ``"support"``: one row per (finding, cited chunk) with the chunk text (kb given);
-        ``"community"``: one row per community with its status and rating; ``"batch"``: one row per batch."""
+        ``"community"``: one row per community with its status and rating; ``"batch"``: one row per batch.
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
+        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+        >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+        >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
+        >>> from crux_nb.widgets import CoverageView
+        >>> view = CoverageView(result, kb=kb)
+        >>> view.to_frame()[["rank", "score", "statement", "resolution"]]
+           rank   score                             statement resolution
+        0     1  1.0000         The Platform team runs Atlas.   verified
+        1     2  0.9565  Priya Raman leads the Platform team.   verified
+        >>> view.to_frame("community")[["level", "title", "status", "findings"]]
+           level                            title  status  findings
+        0      1  Priya Raman; Atlas and Platform  mapped         2
+        1      0                      Priya Raman  unread         1
+        2      0               Atlas and Platform  unread         1
+        >>> view.to_frame("support")["text"].tolist()
+        ['The Platform team runs Atlas.', 'Priya Raman leads the Platform team.']
+        """
         return self._data.to_frame(by)
 
     # ---------------------------------------------------------------- updates
@@ -137,9 +175,9 @@ class CoverageView(SelectionView):
 
     def _on_pick(self, change: dict) -> None:
         if not self._syncing:
-            self.selected_target = change["new"]
+            self.selected_id = change["new"]
 
-    @traitlets.observe("selected_target")
+    @traitlets.observe("selected_id")
     def _on_target(self, change: dict) -> None:
         self._follow(self.finding_select, change["new"])
 
@@ -151,7 +189,23 @@ class CoverageView(SelectionView):
 
     # ------------------------------------------------------------------ reprs
     def to_html(self) -> str:
-        """The current view (with the selection) as static HTML."""
+        """The current view (with the selection) as static HTML.
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
+        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+        >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+        >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
+        >>> from crux_nb.widgets import CoverageView
+        >>> view = CoverageView(result, kb=kb)
+        >>> view.selected = view.findings[1]
+        >>> html = view.to_html()
+        >>> html.count("<svg"), "Priya Raman leads the Platform team." in html, "exact" in html
+        (1, True, True)
+        """
         return static_html(self._data, selected=self.selected)
 
     def __repr__(self) -> str:

@@ -94,7 +94,21 @@ class EvaluationView(SelectionView):
         self.detail.value = self.evaluation.drilldown(self.selected_id).to_html() if self.selected_id else ""
 
     def to_html(self) -> str:
-        """The summary and the selected question's drill-down as static HTML."""
+        """The summary and the selected question's drill-down as static HTML.
+
+        Examples
+        --------
+        >>> import crux_nb, pandas as pd
+        >>> from crux_nb.widgets import EvaluationView
+        >>> kb = crux_nb.knowledge_base(id="w")
+        >>> kb.add_text("a.md", "The launch moved to May."); kb.add_text("b.md", "Priya leads the platform team.")
+        >>> qs = pd.DataFrame({"question": ["launch", "platform lead"], "gold": [["a.md"], ["b.md"]]})
+        >>> view = EvaluationView(crux_nb.evaluate({"bm25": kb.recipe()}, qs))
+        >>> view.selected_id = "q002"
+        >>> html = view.to_html()
+        >>> "q002: platform lead" in html, "<td>1.000</td>" in html  # mean recall@5 in the summary table
+        (True, True)
+        """
         body = self.evaluation.drilldown(self.selected_id).to_html() if self.selected_id else ""
         return f"<div class='crux-eval-static'>{_summary_html(self.evaluation, self.k)}{body}</div>"
 

@@ -3,7 +3,7 @@
 For each added hit it shows the seed, the path with edge types, the distance and score,
 and draws the expansion subgraph (an SVG generated in Python). Selecting a hit highlights
 its path; edge-type and max-distance filters narrow what is shown. ``view.selected`` is
-the selected :class:`~crux_nb.retrieval.expand.step.Expansion` (``view.selected_key`` its hit key,
+the selected :class:`~crux_nb.retrieval.expand.step.Expansion` (``view.selected_id`` its hit key,
 an observable trait). Without a widget manager the same view shows as static HTML.
 """
 
@@ -36,9 +36,28 @@ class ExpansionView(SelectionView):
     Children (for tests and layout): ``header``; then the controls ``type_filter`` (SelectMultiple),
     ``distance_slider`` (IntSlider) and ``hit_select`` (Select) beside ``detail`` (HTML, the selected
     hit); ``graph`` (HTML with the SVG); ``paths`` (HTML table, one row per shown hit).
+
+    Examples
+    --------
+    >>> import crux_nb
+    >>> kb = crux_nb.knowledge_base(id="docs")
+    >>> kb.add_text("plan.md", "Beacon launches in April. Priya Raman owns Beacon.")
+    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+    >>> _ = kb.extract_entities(progress=False)
+    >>> steps = [crux_nb.retrieve(limit=1), crux_nb.expand_relations(types=["mentions"], depth=2)]
+    >>> result = kb.recipe(steps=steps).retrieve_with_trace("When does Beacon launch?")
+    >>> from crux_nb.widgets import ExpansionView
+    >>> view = ExpansionView(result, kb=kb)
+    >>> view
+    ExpansionView(step='expand-relations', added=2, seeds=2)
+    >>> view.selected.ref, view.selected.distance  # the best added hit is selected first
+    ('chunk:team.md:c0000', 1)
+    >>> view.selected_id = "docs:ops.md:c0000"
+    >>> view.selected.path
+    ('chunk:plan.md:c0000', 'entity:priya-raman', 'chunk:team.md:c0000', 'entity:platform', 'chunk:ops.md:c0000')
     """
 
-    selected_key = traitlets.Unicode(None, allow_none=True, help="hit key of the selected added hit")
+    selected_id = traitlets.Unicode(None, allow_none=True, help="hit key of the selected added hit")
 
     def __init__(self, result: Any, *, step: str | None = None, kb: Any = None, **kwargs: Any):
         data = expansion_data(result, step=step, kb=kb)
@@ -102,13 +121,13 @@ class ExpansionView(SelectionView):
     @property
     def selected(self) -> Expansion | None:
         """The selected added hit (an ``Expansion`` record), or None."""
-        return self._data.find(self.selected_key)
+        return self._data.find(self.selected_id)
 
     @selected.setter
     def selected(self, value: str | Expansion | None) -> None:
-        self.selected_key = value.key if isinstance(value, Expansion) else value
+        self.selected_id = value.key if isinstance(value, Expansion) else value
 
-    @traitlets.validate("selected_key")
+    @traitlets.validate("selected_id")
     def _check_key(self, proposal: dict) -> str | None:
         key = proposal["value"]
         if key is None:
@@ -122,7 +141,24 @@ class ExpansionView(SelectionView):
         return key
 
     def filter(self, *, types: Iterable[str] | None = None, max_distance: int | None = None) -> ExpansionView:
-        """Set the filters (None leaves one unchanged); returns the view."""
+        """Set the filters (None leaves one unchanged); returns the view.
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_text("plan.md", "Beacon launches in April. Priya Raman owns Beacon.")
+        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+        >>> _ = kb.extract_entities(progress=False)
+        >>> steps = [crux_nb.retrieve(limit=1), crux_nb.expand_relations(types=["mentions"], depth=2)]
+        >>> result = kb.recipe(steps=steps).retrieve_with_trace("When does Beacon launch?")
+        >>> from crux_nb.widgets import ExpansionView
+        >>> view = ExpansionView(result).filter(max_distance=1)
+        >>> view, [x.ref for x in view.visible]
+        (ExpansionView(step='expand-relations', added=2, seeds=2, shown=1), ['chunk:team.md:c0000'])
+        >>> view.filter(types=["mentions"], max_distance=5).distance_slider.value  # capped at the deepest hit
+        2
+        """
         if types is not None:
             if isinstance(types, str):
                 types = [types]
@@ -140,12 +176,48 @@ class ExpansionView(SelectionView):
 
     def to_frame(self, *, shown_only: bool = False) -> pd.DataFrame:
         """One row per added hit: position, key, ref, seed, path (with edge types), edges, hops,
-        distance, score, supports, content. ``shown_only=True`` keeps only what the filters show."""
+        distance, score, supports, content. ``shown_only=True`` keeps only what the filters show.
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_text("plan.md", "Beacon launches in April. Priya Raman owns Beacon.")
+        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+        >>> _ = kb.extract_entities(progress=False)
+        >>> steps = [crux_nb.retrieve(limit=1), crux_nb.expand_relations(types=["mentions"], depth=2)]
+        >>> result = kb.recipe(steps=steps).retrieve_with_trace("When does Beacon launch?")
+        >>> from crux_nb.widgets import ExpansionView
+        >>> ExpansionView(result).to_frame()[["ref", "seed", "hops", "distance", "score"]]
+                           ref                 seed  hops  distance  score
+        0  chunk:team.md:c0000  chunk:plan.md:c0000     2         1   1.00
+        1   chunk:ops.md:c0000  chunk:plan.md:c0000     4         2   0.25
+        >>> ExpansionView(result).filter(max_distance=1).to_frame(shown_only=True)["path"].tolist()
+        ['chunk:plan.md:c0000 —mentions→ entity:priya-raman —mentions→ chunk:team.md:c0000']
+        """
         return self._data.to_frame(self.visible if shown_only else None)
 
     def to_networkx(self, *, shown_only: bool = False):
         """The expansion subgraph as a ``networkx.MultiDiGraph`` (see ``crux_nb.io.expansion_graph``):
-        seeds, the paths' nodes and edges, the added hits. ``shown_only=True`` keeps what the filters show."""
+        seeds, the paths' nodes and edges, the added hits. ``shown_only=True`` keeps what the filters show.
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_text("plan.md", "Beacon launches in April. Priya Raman owns Beacon.")
+        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+        >>> _ = kb.extract_entities(progress=False)
+        >>> steps = [crux_nb.retrieve(limit=1), crux_nb.expand_relations(types=["mentions"], depth=2)]
+        >>> result = kb.recipe(steps=steps).retrieve_with_trace("When does Beacon launch?")
+        >>> from crux_nb.widgets import ExpansionView
+        >>> view = ExpansionView(result)
+        >>> graph = view.to_networkx()
+        >>> graph.number_of_nodes(), graph.number_of_edges(), "entity:platform" in graph
+        (6, 4, True)
+        >>> sorted(view.filter(max_distance=1).to_networkx(shown_only=True).nodes)
+        ['chunk:plan.md:c0000', 'chunk:team.md:c0000', 'entity:beacon', 'entity:priya-raman']
+        """
         data = replace(self._data, expansions=self.visible) if shown_only else self._data
         return expansion_graph(data)
 
@@ -157,26 +229,26 @@ class ExpansionView(SelectionView):
         """Filters changed: rebuild the hit options, keep the selection when still shown."""
         shown = self.visible
         keys = [x.key for x in shown]
-        keep = self.selected_key if self.selected_key in keys else (keys[0] if keys else None)
+        keep = self.selected_id if self.selected_id in keys else (keys[0] if keys else None)
         self._syncing = True
         try:
             self.hit_select.options = [(self._option_label(x), x.key) for x in shown]
             self.hit_select.value = keep
         finally:
             self._syncing = False
-        if keep == self.selected_key:
+        if keep == self.selected_id:
             self._render()
         else:
-            self.selected_key = keep  # renders through _on_key
+            self.selected_id = keep  # renders through _on_key
 
     def _on_filter(self, change: dict) -> None:
         self._refresh()
 
     def _on_pick(self, change: dict) -> None:
         if not self._syncing:
-            self.selected_key = change["new"]
+            self.selected_id = change["new"]
 
-    @traitlets.observe("selected_key")
+    @traitlets.observe("selected_id")
     def _on_key(self, change: dict) -> None:
         self._follow(self.hit_select, change["new"])
 
@@ -189,7 +261,22 @@ class ExpansionView(SelectionView):
 
     # ------------------------------------------------------------------ reprs
     def to_html(self) -> str:
-        """The current view (filters and selection applied) as static HTML."""
+        """The current view (filters and selection applied) as static HTML.
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_text("plan.md", "Beacon launches in April. Priya Raman owns Beacon.")
+        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+        >>> _ = kb.extract_entities(progress=False)
+        >>> steps = [crux_nb.retrieve(limit=1), crux_nb.expand_relations(types=["mentions"], depth=2)]
+        >>> result = kb.recipe(steps=steps).retrieve_with_trace("When does Beacon launch?")
+        >>> from crux_nb.widgets import ExpansionView
+        >>> html = ExpansionView(result).filter(max_distance=1).to_html()
+        >>> html.count("<svg"), "chunk:team.md:c0000" in html, "chunk:ops.md:c0000" in html
+        (1, True, False)
+        """
         return static_html(self._data, shown=self.visible, selected=self.selected)
 
     def __repr__(self) -> str:

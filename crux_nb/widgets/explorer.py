@@ -31,6 +31,21 @@ class CommunityExplorer(SelectionView):
     Children (for tests and layout): ``header``; ``community_select`` (Select, tree order) beside
     ``detail`` (HTML, the selected report); ``tree`` (HTML with the SVG); ``table`` (HTML, one row per
     community).
+
+    Examples
+    --------
+    >>> import crux_nb
+    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
+    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+    >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+    >>> from crux_nb.widgets import CommunityExplorer
+    >>> view = CommunityExplorer(kb.communities)
+    >>> view
+    CommunityExplorer(scope='corpus', status='ready', communities=3, levels=2)
+    >>> view.selected.kind, view.selected.title  # the root comes first
+    ('root', 'Priya Raman; Atlas and Platform')
+    >>> [c.title for c in view.communities[1:]]
+    ['Priya Raman', 'Atlas and Platform']
     """
 
     selected_id = traitlets.Unicode(None, allow_none=True, help="community id of the selected community")
@@ -95,7 +110,21 @@ class CommunityExplorer(SelectionView):
 
     def to_frame(self) -> pd.DataFrame:
         """One row per community in tree order: id, level, kind, parent, children, sizes, title, findings,
-        and the chunk refs its findings cite."""
+        and the chunk refs its findings cite.
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
+        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+        >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+        >>> from crux_nb.widgets import CommunityExplorer
+        >>> CommunityExplorer(kb.communities).to_frame()[["level", "kind", "children", "n_chunks", "findings", "title"]]
+           level  kind  children  n_chunks  findings                            title
+        0      1  root         2         2         2  Priya Raman; Atlas and Platform
+        1      0  leaf         0         1         1                      Priya Raman
+        2      0  leaf         0         1         1               Atlas and Platform
+        """
         return self._data.to_frame()
 
     # ---------------------------------------------------------------- updates
@@ -120,7 +149,21 @@ class CommunityExplorer(SelectionView):
 
     # ------------------------------------------------------------------ reprs
     def to_html(self) -> str:
-        """The current view (with the selection) as static HTML."""
+        """The current view (with the selection) as static HTML.
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
+        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
+        >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+        >>> from crux_nb.widgets import CommunityExplorer
+        >>> view = CommunityExplorer(kb.communities)
+        >>> view.selected = view.communities[1]
+        >>> html = view.to_html()
+        >>> html.count("<svg"), "Priya Raman leads the Platform team." in html
+        (1, True)
+        """
         return static_html(self._data, selected=self.selected)
 
     def __repr__(self) -> str:

@@ -50,8 +50,8 @@ from pathlib import Path
 def _record(change):
     Path("coverage_selected.txt").write_text(change["new"] or "")
 
-view.observe(_record, names="selected_target")
-Path("coverage_selected.txt").write_text(view.selected_target or "")
+view.observe(_record, names="selected_id")
+Path("coverage_selected.txt").write_text(view.selected_id or "")
 _ = Path("coverage_ready.txt").write_text("ready")
 '''
 

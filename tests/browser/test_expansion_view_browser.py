@@ -49,8 +49,8 @@ from pathlib import Path
 def _record(change):
     Path("selected.txt").write_text(change["new"] or "")
 
-view.observe(_record, names="selected_key")
-Path("selected.txt").write_text(view.selected_key or "")
+view.observe(_record, names="selected_id")
+Path("selected.txt").write_text(view.selected_id or "")
 _ = Path("ready.txt").write_text("ready")
 '''
 

@@ -10,12 +10,23 @@ from .best_first import (BUDGET, FALLBACK, FALLBACKS, MAX_CALLS, THRESHOLD, Adap
                          descend, report_prior)
 from .units import BATCH_BUDGET, Unit
 
-__all__ = ["Batch", "pack", "THRESHOLD", "MAX_CALLS", "BUDGET", "FALLBACK", "FALLBACKS", "AdaptiveTrace", "Rating",
+__all__ = ["Batch", "pack", "prompt_id", "THRESHOLD", "MAX_CALLS", "BUDGET", "FALLBACK", "FALLBACKS", "AdaptiveTrace", "Rating",
            "budget_chars", "descend", "report_prior"]
+
+
+def prompt_id(task: str, index: int) -> str:
+    """The prompt id of a global-search call: ``globalSearch:<task>:<n>``, n counting from 1 (upstream's ids).
+
+    >>> prompt_id("batch", 0), prompt_id("rate", 2)
+    ('globalSearch:batch:1', 'globalSearch:rate:3')
+    """
+    return f"globalSearch:{task}:{index + 1}"
 
 
 @dataclass(frozen=True)
 class Batch:
+    """One map call's reports: ``index`` counts from 0, its prompt id from 1."""
+
     index: int
     units: tuple[Unit, ...]
     input_chars: int
@@ -23,6 +34,10 @@ class Batch:
     @property
     def community_ids(self) -> tuple[str, ...]:
         return tuple(u.community_id for u in self.units)
+
+    @property
+    def prompt_id(self) -> str:
+        return prompt_id("batch", self.index)
 
 
 def pack(units: list[Unit], budget: int | None = None, *, rating: bool = False) -> list[Batch]:

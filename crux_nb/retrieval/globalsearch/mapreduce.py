@@ -40,7 +40,7 @@ def reduce(cands: list[dict[str, Any]], units: list[Unit], *, namespace: str, li
             if fid not in findings:
                 continue
             finding, unit = findings[fid]
-            supports += [s for s in finding.supports if s not in supports]
+            supports += [s for s in finding.evidence if s not in supports]
             assertions += [a for a in finding.assertion_refs if a not in assertions]
             lineage = lineage or unit.lineage
 

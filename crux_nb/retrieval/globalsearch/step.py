@@ -20,7 +20,7 @@ from ..base import Step, changed
 from ..trace import KnowledgeTrace
 from ..types import StepContext, StepInput, StepOutput
 from .descent import (BUDGET, FALLBACK, FALLBACKS, MAX_CALLS, THRESHOLD, AdaptiveTrace, Batch, budget_chars, descend,
-                      pack, report_prior)
+                      pack, prompt_id, report_prior)
 from .mapreduce import candidates, reduce
 from .units import Freshness, Unit, auto_detail, resolve, select_detail
 
@@ -33,7 +33,17 @@ NEEDS_COMMUNITIES = ("global_search() requires connected knowledge communities. 
 
 @dataclass(frozen=True)
 class Preflight:
-    """The cost of a run before any map call: reports, batches, input characters, calls."""
+    """The cost of a run before any map call: reports, batches, input characters, calls.
+
+    >>> import crux_nb
+    >>> from crux_nb.models import OfflineModel
+    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=OfflineModel()))
+    >>> kb.add_text("a.md", "Ada Park leads the Lumen launch. Ada Park works with Ben Ito in Dublin.")
+    >>> _ = kb.communities.prepare(progress=False)
+    >>> plan = kb.recipe(steps=[crux_nb.global_search(model=OfflineModel(), detail="detailed")]).plan("Ben Ito")
+    >>> plan.reports, plan.calls, plan.coverage
+    (1, 1, 'exact')
+    """
 
     reports: int
     batches: int
@@ -153,7 +163,7 @@ class GlobalSearchStep(Step):
 
         def rate(units: list[Unit], k: int) -> dict[str, float]:
             out = call_task(self.model, "rate", query, [u.rating_payload() for u in units],
-                            prompt_id=f"globalSearch:rate:{k + 1}", log=log)
+                            prompt_id=prompt_id("rate", k), log=log)
             return {r["community_id"]: r["rating"] for r in out["ratings"]}
 
         sel = self.select(context, query, wait=True, rate=rate)
@@ -182,7 +192,7 @@ class GlobalSearchStep(Step):
         from ...models.remote import run_calls
 
         calls = [(self.model, "map_findings", (query, [u.payload() for u in b.units]),
-                  {"prompt_id": f"globalSearch:batch:{b.index + 1}",
+                  {"prompt_id": b.prompt_id,
                    "issued_ids": frozenset(f.id for u in b.units for f in u.findings)}) for b in batches]
         if executor is not None or len(batches) < 2 or concurrency < 2:  # e.g. a dask.distributed.Client
             return run_calls(calls, log=log, executor=executor)

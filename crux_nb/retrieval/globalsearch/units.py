@@ -1,6 +1,7 @@
 """Global search units: reports and raw chunks as mappable units, freshness resolution and detail.
 
-A unit is one report (or one raw chunk) with its findings. Freshness follows
+A unit is one :class:`~crux_nb.community.Report` whose finding ids are qualified
+(``<community_id>:<finding_id>``); a raw chunk is mapped as a one-finding report. Freshness follows
 upstream's order: ``exact`` (communities ready), ``compensated`` (an older
 generation minus reports touching removed or changed sources, plus raw units
 for added sources, within one batch), ``raw-fallback`` (every visible chunk
@@ -15,7 +16,7 @@ from typing import Any
 
 from ..._hashing import stable_hash
 from ...refs import ChunkRef, KnowledgeRef, encode_ref
-from ...hits import Lineage
+from ...community import Finding, Report
 
 BATCH_BUDGET = 24_000
 BASIS = {
@@ -27,75 +28,35 @@ BASIS = {
     "materialization-wait": "waited for community materialization",
 }
 
-
-@dataclass(frozen=True)
-class UnitFinding:
-    id: str  # "<community_id>:<finding_id>" (raw units: "raw:<source>:<chunk>")
-    statement: str
-    supports: tuple[KnowledgeRef, ...]
-    assertion_refs: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Unit:
-    community_id: str
-    generation_id: str
-    level: int
-    parent_id: str | None
-    title: str
-    summary: str
-    findings: tuple[UnitFinding, ...]
-    lineage: Lineage
-
-    @property
-    def chars(self) -> int:
-        """Upstream's measure: title + summary + every finding statement (in code points)."""
-        return len(self.title) + len(self.summary) + sum(len(f.statement) for f in self.findings)
-
-    @property
-    def rating_chars(self) -> int:
-        """What a rating call reads: title and summary (findings are for map calls)."""
-        return len(self.title) + len(self.summary)
-
-    def rating_payload(self) -> dict[str, Any]:
-        return {"community_id": self.community_id, "title": self.title, "summary": self.summary, "findings": []}
-
-    def payload(self) -> dict[str, Any]:
-        return {"community_id": self.community_id, "level": self.level, "title": self.title, "summary": self.summary,
-                "findings": [{"id": f.id, "statement": f.statement} for f in self.findings]}
+# A mapped unit is the one report model, with qualified finding ids (see report_units); the name is
+# the descent's and the batches' word for it, not a second definition.
+Unit = Report
 
 
 @dataclass(frozen=True)
 class Freshness:
-    units: tuple[Unit, ...]
+    units: tuple[Report, ...]
     coverage: str
     basis: str
     generations: tuple[str, ...]
     excluded: tuple[str, ...] = ()  # report ids dropped by compensation
 
 
-def report_units(reports: list[Any]) -> list[Unit]:
-    units = []
-    for r in reports:
-        lineage = Lineage(r.view_revision, r.generation_id, r.community_id)
-        findings = tuple(UnitFinding(f"{r.community_id}:{f.id}", f.statement, tuple(f.evidence), tuple(f.assertion_refs))
-                         for f in r.findings)
-        units.append(Unit(r.community_id, r.generation_id, r.level, r.parent_id, r.title, r.summary, findings, lineage))
-    return units
+def report_units(reports: list[Report]) -> list[Report]:
+    return [r.qualified() for r in reports]
 
 
-def raw_units(state: Any, sources: set[str], generation: str) -> list[Unit]:
+def raw_units(state: Any, sources: set[str], generation: str) -> list[Report]:
     chunks = state.chunks[state.chunks["source_id"].isin(sources)]
     units = []
     for source_id, chunk_id, content in zip(chunks["source_id"], chunks["chunk_id"], chunks["content"]):
         ref = ChunkRef(source_id, chunk_id)
         uid = f"raw:{encode_ref(ref)[len('chunk:'):]}"
-        lineage = Lineage(None, generation, uid)
-        units.append(Unit(uid, generation, 0, None, source_id, content, (UnitFinding(uid, content, (ref,)),), lineage))
+        units.append(Report(uid, 0, None, source_id, content, (Finding(uid, content, (ref,)),), generation_id=generation))
     return sorted(units, key=lambda u: u.community_id)
 
 
-def total_chars(units: list[Unit]) -> int:
+def total_chars(units: list[Report]) -> int:
     return sum(u.chars for u in units)
 
 
@@ -170,7 +131,7 @@ def _touching(state: Any, scope: str, removed: set[str], reports: list[Any]) -> 
     return out
 
 
-def select_detail(units: list[Unit], detail: str) -> list[Unit]:
+def select_detail(units: list[Report], detail: str) -> list[Report]:
     """``overview``: every unit that is some unit's parent; ``detailed``: all the others."""
     parents = {u.parent_id for u in units if u.parent_id is not None}
     chosen = [u for u in units if (u.community_id in parents) == (detail == "overview")]

@@ -26,7 +26,15 @@ class Leg(Protocol):
 @dataclass(frozen=True)
 class BM25Leg:
     """Okapi BM25 over chunk content with English stop words (bm25s' tokenizer and scores; the index is
-    incremental per source, see :mod:`.lexical_index`)."""
+    incremental per source, see :mod:`.lexical_index`).
+
+    >>> import crux_nb
+    >>> from crux_nb.retrieval import BM25Leg
+    >>> kb = crux_nb.knowledge_base(id="docs")
+    >>> kb.add_text("a.md", "The launch moved to May."); kb.add_text("b.md", "Lunch is at noon.")
+    >>> [round(float(s), 4) for s in BM25Leg().scores(kb.state, "launch")]  # one score per chunk row
+    [0.2544, 0.0]
+    """
 
     id: str = "bm25"
     k1: float = 1.5

@@ -1,0 +1,80 @@
+"""Saving a knowledge base and the generation it was read from, as a mixin of ``KnowledgeBase``."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from . import persist  # called through the module: tests patch persist.save
+from .state import KBState
+
+__all__ = ["Saving"]
+
+
+class Saving:
+    """``kb.save()``, ``kb.base`` and ``kb.base_generation`` (mixed into ``KnowledgeBase``)."""
+
+    def save(self, path: str | os.PathLike, *, partition_rows: int = 100_000, overwrite: bool = False,
+             merge: bool = False, keep: int | None = None) -> str:
+        """Save as a new generation (one Parquet dataset per table, ``partition_rows`` rows per file);
+        returns the generation id. ``crux_nb.store.persist.table_paths(path)`` names the table folders.
+
+        The save publishes only if the folder is still at the generation this knowledge base was read from
+        (``kb.base_generation``; checked under the build lease, atomically with the publish). Otherwise it raises
+        :class:`~crux_nb.errors.ConflictError` (code ``save_conflict``) and writes nothing. The ways out:
+
+        * reopen with ``crux_nb.open(path)`` and apply the change again;
+        * ``merge=True``: apply this knowledge base's source-level changes since its base generation (sources
+          added, replaced or removed, with their extraction results and evidence; edges and entities added) onto
+          the newer generation, and make the result this knowledge base's state. A source changed on both sides
+          differently raises ``ConflictError`` (code ``merge_conflict``). Communities come from the side that
+          rebuilt them (the newer generation's if both did); ``status()`` says ``stale`` when the merged sources
+          differ from what they were built from;
+        * ``overwrite=True``: replace the newer generation (it stays in ``crux_nb.history(path)`` while kept).
+
+        ``keep`` sets how many generations the folder keeps (recorded in the folder; default 2).
+
+        Examples
+        --------
+        >>> import tempfile, crux_nb
+        >>> folder = tempfile.mkdtemp() + "/kb"
+        >>> kb = crux_nb.knowledge_base(id="s")
+        >>> kb.add_text("a.md", "# A\\n\\nAlpha.")
+        >>> kb.save(folder)
+        'g000001'
+        >>> other = crux_nb.open(folder)
+        >>> other.add_text("b.md", "# B\\n\\nBeta.")
+        >>> other.save(folder)
+        'g000002'
+        >>> kb.add_text("c.md", "# C\\n\\nGamma.")
+        >>> kb.save(folder)
+        Traceback (most recent call last):
+        ...
+        crux_nb.errors.ConflictError: kb.save(): ... Nothing was written. Hint: ...
+        >>> kb.save(folder, merge=True)
+        'g000003'
+        >>> sorted(crux_nb.open(folder).documents["source_id"])
+        ['a.md', 'b.md', 'c.md']
+        """
+        persist.check_path("kb.save()", path)
+        generation = persist.save(self, path, partition_rows=partition_rows, overwrite=overwrite, merge=merge, keep=keep)
+        self.path = path
+        return generation
+
+    @property
+    def base(self):
+        """The generation this knowledge base was read from or last saved as (a ``generations.Base``), or None."""
+        return self._base
+
+    @property
+    def base_generation(self) -> str | None:
+        """The id of the generation this knowledge base was read from or last saved as (None if never)."""
+        return None if self._base is None else self._base.generation
+
+    def published(self, state: KBState, base: Any) -> None:
+        """Record a publish (or an open): ``state`` is what the folder holds as generation ``base``."""
+        with self._lock:
+            if state is not self._state:
+                self._state = state
+                self._reader = None
+            self._base = base
