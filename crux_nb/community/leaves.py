@@ -213,19 +213,18 @@ class Splitter:
         return self._fill(merged, sizes)
 
     def _fill(self, labels: np.ndarray, sizes: np.ndarray) -> list[np.ndarray]:
-        order = np.argsort(labels, kind="stable")
-        groups = np.split(order, np.flatnonzero(np.diff(labels[order])) + 1)
-        out: list[list[np.ndarray]] = []
-        total = 0
-        for group in groups:  # canonical labels: groups in order of their first node
-            size = int(sizes[group].sum())
-            if out and total + size <= self.budget:
-                out[-1].append(group)
+        """Groups (canonical labels: in order of their first node) filled into bins up to the budget."""
+        totals = np.bincount(labels, weights=sizes).astype(np.int64).tolist()
+        bin_of, total, current = [], 0, -1
+        for size in totals:
+            if current >= 0 and total + size <= self.budget:
                 total += size
             else:
-                out.append([group])
-                total = size
-        return [np.sort(np.concatenate(parts)) for parts in out]
+                current, total = current + 1, size
+            bin_of.append(current)
+        bins = np.asarray(bin_of, dtype=np.int64)[labels]
+        order = np.argsort(bins, kind="stable")  # ascending nodes within each bin
+        return np.split(order, np.flatnonzero(np.diff(bins[order])) + 1)
 
     def _bisect(self, members: np.ndarray, src, dst, weight) -> np.ndarray:
         """Chunks halved in name order; every other node joins the half it links to most."""
