@@ -14,9 +14,22 @@ def canonical_json(value: Any) -> str:
 
 def stable_hash(value: Any, *, length: int = 16) -> str:
     """Hex digest of ``value``'s canonical JSON, cut to ``length`` characters."""
+    return json_hash(canonical_json(value), length=length)
+
+
+def json_hash(text: str, *, length: int = 16) -> str:
+    """``stable_hash`` of the value whose canonical JSON is ``text`` (for callers that assemble it faster)."""
     # surrogatepass: a lone surrogate ('\ud800') hashes instead of raising; stores reject such text on input
-    digest = hashlib.sha256(canonical_json(value).encode("utf-8", "surrogatepass")).hexdigest()
-    return digest[:length]
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:length]
+
+
+def json_strings(values: list[str]) -> list[str]:
+    """Each string's canonical JSON without its quotes, from one ``json.dumps`` call: ``'"' +
+    '","'.join(parts) + '"'`` is then the canonical JSON body of any list of them (an encoded string
+    never contains ``","``: every quote inside it is escaped)."""
+    if not values:
+        return []
+    return canonical_json(list(values))[2:-2].split('","')
 
 
 def stable_id(prefix: str, value: Any, *, length: int = 16) -> str:

@@ -129,3 +129,19 @@ def test_tree_shape_on_many_leaves(max_children):
     assert len(leaves(communities)) > max_children and max(per_level) >= 2
     if max_children == 2:  # a binary tree over n leaves has n - 1 parents
         assert len(communities) == 2 * len(leaves(communities)) - 1
+
+
+def test_ids_hash_the_sorted_members_and_level_even_for_odd_names():
+    """cluster() assembles the id JSON itself; it must equal stable_hash({"members": ..., "level": ...})."""
+    from crux_nb._hashing import stable_hash
+
+    names = sorted(["chunk:a:1", 'chunk:a:"2","x"', "chunk:b:é\\", "entity:\u2028x", 'entity:y\\","z', "entity:w"])
+    links = tuple(sorted((i, j, 1.0 + (i + j) % 3) for i in range(len(names)) for j in range(i + 1, len(names))
+                         if (i + j) % 2))
+    graph = CommunityGraph(nodes=tuple(names), links=links, sizes=tuple([9_000] * len(names)),
+                           chunk_count=sum(n.startswith("chunk:") for n in names))
+    communities = cluster(graph, budget=20_000)
+    assert len(communities) > 1
+    for c in communities:
+        expected = "c-" + stable_hash({"members": sorted(c.chunk_refs + c.entity_refs), "level": c.level}, length=12)
+        assert c.community_id == expected

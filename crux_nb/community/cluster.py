@@ -31,7 +31,7 @@ from typing import Literal, Sequence
 
 import numpy as np
 
-from .._hashing import stable_hash
+from .._hashing import json_hash, json_strings
 from .graph_input import CommunityGraph
 from .leaves import Arrays, Splitter, attach_chunkless, canonical, group_links, igraph_of, leiden, to_arrays
 from .tree import Node, TreeBuilder
@@ -258,13 +258,16 @@ def _unbalanced(builder: TreeBuilder, kids: list[Node]) -> bool:
 def _flatten(a: Arrays, leaves: list[np.ndarray], root: Node) -> list[Community]:
     out: list[Community | None] = []
     names_of = np.asarray(a.names, dtype=object)
+    encoded = np.asarray(json_strings(list(a.names)), dtype=object)
     first_entity = int(np.argmin(a.is_chunk)) if not a.is_chunk.all() else a.n
     ordered = not a.is_chunk[first_entity:].any()  # sorted names: every chunk before every entity
 
     def walk(node: Node, parent_id: str | None) -> str:
         members = np.sort(np.concatenate([leaves[k] for k in node.leaves]))
         names = names_of[members].tolist()  # node names are sorted, so these are too
-        cid = "c-" + stable_hash({"members": names, "level": node.level}, length=12)
+        level = node.level  # the id is stable_hash({"members": names, "level": level}), assembled faster
+        body = '","'.join(encoded[members].tolist())
+        cid = "c-" + json_hash('{"level":%d,"members":["%s"]}' % (level, body), length=12)
         kind = "root" if parent_id is None else ("parent" if node.children else "leaf")
         index = len(out)
         out.append(None)  # placeholder keeps parents before children
@@ -276,7 +279,7 @@ def _flatten(a: Arrays, leaves: list[np.ndarray], root: Node) -> list[Community]
             flags = a.is_chunk[members].tolist()
             chunks = tuple(n for n, c in zip(names, flags) if c)
             entities = tuple(n for n, c in zip(names, flags) if not c)
-        out[index] = Community(community_id=cid, level=node.level, kind=kind, parent_id=parent_id,
+        out[index] = Community(community_id=cid, level=level, kind=kind, parent_id=parent_id,
                                child_ids=tuple(sorted(child_ids)), chunk_refs=chunks, entity_refs=entities,
                                estimated_chars=int(a.sizes[members].sum()))
         return cid

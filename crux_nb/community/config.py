@@ -14,7 +14,8 @@ from .cluster import LEAF_BUDGET, MAX_CHILDREN
 # v2: two Leiden iterations per call (igraph default), not to convergence;
 # v3: the groups of an over-budget split are packed back together up to the leaf budget
 # v4: leaves on numpy + igraph's C Leiden, a top-down balanced tree (2..max_children children), incremental
-ALGORITHM = "hierarchical-leiden-v4"
+# v5: the tree groups its leaves with one Leiden iteration per round (the leaves are unchanged)
+ALGORITHM = "hierarchical-leiden-v5"
 PARENT_BUDGET = 96_000
 CHILD_CONTRIBUTION = 2_000
 MODEL_METHODS = MODEL_TASKS  # the one task list (crux_nb.validation)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import heapq
 import random
+from itertools import chain
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -36,7 +37,7 @@ class Arrays:
 def to_arrays(graph) -> Arrays:
     """``graph``'s links as sorted, de-duplicated arrays (weights of repeated pairs summed, self-loops dropped)."""
     n = len(graph.nodes)
-    links = np.asarray(graph.links, dtype=np.float64).reshape(-1, 3)
+    links = np.fromiter(chain.from_iterable(graph.links), dtype=np.float64, count=3 * len(graph.links)).reshape(-1, 3)
     i, j = links[:, 0].astype(np.int64), links[:, 1].astype(np.int64)
     lo, hi = np.minimum(i, j), np.maximum(i, j)
     keys, inverse = np.unique(lo * n + hi, return_inverse=True)  # sorted: row order never matters
@@ -53,12 +54,13 @@ def igraph_of(a: Arrays):
 
 
 def graph_of(n: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarray):
-    """An igraph graph with weighted edges (``add_edges`` of an array: 3x faster than the constructor)."""
+    """An igraph graph with weighted edges (``add_edges`` of a list of pairs and a weight list: faster
+    than the constructor or a numpy array)."""
     import igraph as ig
 
     g = ig.Graph(n=n)
-    g.add_edges(np.column_stack([src, dst]))
-    g.es["weight"] = weight
+    g.add_edges(list(zip(src.tolist(), dst.tolist())))
+    g.es["weight"] = weight.tolist()
     return g
 
 
@@ -77,14 +79,16 @@ def seeded(seed: int) -> Iterator[None]:
         random.setstate(state)
 
 
-def leiden(g, resolution: float, seed: int, *, initial: np.ndarray | None = None) -> np.ndarray:
-    """Leiden (modularity, seeded, two iterations) membership of igraph graph ``g``, labels renumbered
-    by first occurrence so equal partitions compare equal."""
+def leiden(g, resolution: float, seed: int, *, initial: np.ndarray | None = None, iterations: int = 2) -> np.ndarray:
+    """Leiden (modularity, seeded, ``iterations`` iterations) membership of igraph graph ``g``, labels
+    renumbered by first occurrence so equal partitions compare equal."""
+    import igraph as ig
+
     with seeded(seed):
-        part = g.community_leiden(objective_function="modularity", weights="weight" if g.ecount() else None,
-                                  resolution=resolution, n_iterations=2,
-                                  initial_membership=None if initial is None else initial.tolist())
-    return canonical(np.asarray(part.membership, dtype=np.int64))
+        membership, _ = ig.GraphBase.community_leiden(
+            g, edge_weights="weight" if g.ecount() else None, resolution=resolution, normalize_resolution=True,
+            beta=0.01, n_iterations=iterations, initial_membership=None if initial is None else initial.tolist())
+    return canonical(np.asarray(membership, dtype=np.int64))
 
 
 def canonical(labels: np.ndarray) -> np.ndarray:
@@ -141,22 +145,23 @@ class Splitter:
     def leaves(self, labels: np.ndarray, only: set[int] | None = None) -> list[np.ndarray]:
         """Leaf member arrays (sorted) for every group of ``labels`` (``only``: split just these groups)."""
         order = np.argsort(labels, kind="stable")
-        bounds = np.flatnonzero(np.diff(labels[order])) + 1
+        groups = np.split(order, np.flatnonzero(np.diff(labels[order])) + 1)
         out: list[np.ndarray] = []
-        for group in np.split(order, bounds):
-            if only is not None and int(labels[group[0]]) not in only:
-                out.append(group)
-            else:
-                self._split(group, out)
+        todo = [k for k, group in enumerate(groups) if only is None or int(labels[group[0]]) in only]
+        for k in set(range(len(groups))) - set(todo):
+            out.append(groups[k])
+        for members, links in zip((groups[k] for k in todo), _links_within(labels, groups, todo, self.a)):
+            self._split(members, links, out)
         return sorted(out, key=lambda m: int(m[0]))
 
-    def _split(self, members: np.ndarray, out: list[np.ndarray]) -> None:
+    def _split(self, members: np.ndarray, links: tuple[np.ndarray, np.ndarray, np.ndarray],
+               out: list[np.ndarray]) -> None:
+        """``links``: the links inside ``members`` as (src, dst, weight), ends numbered by position."""
         if self.fits(members):
             out.append(members)
             return
+        src, dst, weight = links
         sub = self.g.induced_subgraph(members.tolist())  # keeps the ascending vertex order
-        edges = np.asarray(sub.get_edgelist(), dtype=np.int64).reshape(-1, 2)
-        src, dst, weight = edges[:, 0], edges[:, 1], np.asarray(sub.es["weight"] if sub.ecount() else [], float)
         is_chunk = self.a.is_chunk[members]
         resolution = self.resolution
         for _ in range(_MAX_DOUBLINGS):
@@ -166,8 +171,12 @@ class Splitter:
             resolution *= 2
         else:
             local = self._bisect(members, src, dst, weight)
-        for group in self._pack(local, self.a.sizes[members], src, dst, weight):
-            self._split(members[group], out)
+        parts = self._pack(local, self.a.sizes[members], src, dst, weight)
+        part = np.empty(len(members), dtype=np.int64)
+        for k, group in enumerate(parts):
+            part[group] = k
+        for group, child in zip(parts, _split_links(part, parts, src, dst, weight)):
+            self._split(members[group], child, out)
 
     def _pack(self, local: np.ndarray, sizes: np.ndarray, src, dst, weight) -> list[np.ndarray]:
         """Merge linked groups while the merged input fits, heaviest link first (ties: lower groups); then
@@ -204,19 +213,18 @@ class Splitter:
         return self._fill(merged, sizes)
 
     def _fill(self, labels: np.ndarray, sizes: np.ndarray) -> list[np.ndarray]:
-        order = np.argsort(labels, kind="stable")
-        groups = np.split(order, np.flatnonzero(np.diff(labels[order])) + 1)
-        out: list[list[np.ndarray]] = []
-        total = 0
-        for group in groups:  # canonical labels: groups in order of their first node
-            size = int(sizes[group].sum())
-            if out and total + size <= self.budget:
-                out[-1].append(group)
+        """Groups (canonical labels: in order of their first node) filled into bins up to the budget."""
+        totals = np.bincount(labels, weights=sizes).astype(np.int64).tolist()
+        bin_of, total, current = [], 0, -1
+        for size in totals:
+            if current >= 0 and total + size <= self.budget:
                 total += size
             else:
-                out.append([group])
-                total = size
-        return [np.sort(np.concatenate(parts)) for parts in out]
+                current, total = current + 1, size
+            bin_of.append(current)
+        bins = np.asarray(bin_of, dtype=np.int64)[labels]
+        order = np.argsort(bins, kind="stable")  # ascending nodes within each bin
+        return np.split(order, np.flatnonzero(np.diff(bins[order])) + 1)
 
     def _bisect(self, members: np.ndarray, src, dst, weight) -> np.ndarray:
         """Chunks halved in name order; every other node joins the half it links to most."""
@@ -232,6 +240,36 @@ class Splitter:
         rest = side < 0
         side[rest] = (pull[rest, 1] > pull[rest, 0]).astype(np.int64)
         return canonical(side)
+
+
+def _links_within(labels: np.ndarray, groups: list[np.ndarray], todo: list[int], a: Arrays):
+    """For each group of ``todo``: its inner links, ends numbered by position in the group."""
+    part = np.full(a.n, -1, dtype=np.int64)
+    rank = np.empty(a.n, dtype=np.int64)
+    for k in todo:
+        part[groups[k]] = k
+        rank[groups[k]] = np.arange(len(groups[k]))
+    inner = (part[a.src] >= 0) & (part[a.src] == part[a.dst])
+    src, dst, weight, owner = a.src[inner], a.dst[inner], a.weight[inner], part[a.src[inner]]
+    order = np.argsort(owner, kind="stable")
+    bounds = np.searchsorted(owner[order], todo, side="left"), np.searchsorted(owner[order], todo, side="right")
+    for lo, hi in zip(*bounds):
+        pick = order[lo:hi]
+        yield rank[src[pick]], rank[dst[pick]], weight[pick]
+
+
+def _split_links(part: np.ndarray, parts: list[np.ndarray], src, dst, weight):
+    """For each part: the links inside it, ends renumbered by position in the part."""
+    rank = np.empty(len(part), dtype=np.int64)
+    for group in parts:
+        rank[group] = np.arange(len(group))
+    inner = part[src] == part[dst]
+    s, d, w, owner = src[inner], dst[inner], weight[inner], part[src[inner]]
+    order = np.argsort(owner, kind="stable")
+    bounds = np.searchsorted(owner[order], np.arange(len(parts) + 1))
+    for k in range(len(parts)):
+        pick = order[bounds[k]:bounds[k + 1]]
+        yield rank[s[pick]], rank[d[pick]], w[pick]
 
 
 def _find(owner: list[int], x: int) -> int:

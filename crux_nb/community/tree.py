@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .leaves import canonical, graph_of, group_links, seeded
+from .leaves import canonical, graph_of, group_links, leiden
 
 _MAX_ROUNDS = 12
 
@@ -75,11 +75,7 @@ class TreeBuilder:
             if k <= self.max_children:
                 break
             a, b, w = group_links(labels, src, dst, weight, k)
-            g = graph_of(k, a, b, w)
-            with seeded(self.seed):
-                part = g.community_leiden(objective_function="modularity", weights="weight" if len(w) else None,
-                                          resolution=resolution, n_iterations=2)
-            merged = np.asarray(part.membership, dtype=np.int64)
+            merged = leiden(graph_of(k, a, b, w), resolution, self.seed, iterations=1)
             group_chunks = np.bincount(merged, weights=np.bincount(labels, weights=sizes, minlength=k))
             group_count = np.bincount(merged)
             too_big = (group_chunks > cap) & (group_count > 1)
