@@ -183,7 +183,7 @@ class _Run:
         route changes (every entry lands at ``depth``, and each best is at most ``depth`` from a seed of
         this rank or an earlier one)."""
         view = self.view
-        forward = int((view.indptr[exp + 1] - view.indptr[exp]).sum())
+        forward = int(view.degree[exp].sum())
         if self.incoming is None:
             transposed_indptr, by_peer = view.transposed()
             ent = by_peer[_slices(transposed_indptr, np.concatenate(self.codes))[0]]

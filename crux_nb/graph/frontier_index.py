@@ -97,13 +97,13 @@ class TraversalIndex:
             spec = np.where(self.kind == KIND_CHUNK, 1.0, 1.0 / np.maximum(df, 1.0))
             peer, owner = self.peer[keep], self.node[keep]
             entity = self.kind == KIND_ENTITY
-            cost = {"free": (~(entity[owner] | entity[peer])).astype(np.int64),
-                    "counted": (~(entity[peer] & ~entity[owner])).astype(np.int64)}
+            cost = {"free": (~(entity[owner] | entity[peer])).astype(np.int8),
+                    "counted": (~(entity[peer] & ~entity[owner])).astype(np.int8)}
             zero = {rule: np.bincount(owner[c == 0], minlength=len(self.refs)) > 0 for rule, c in cost.items()}
             cached = self._views[key] = View(
                 indptr=np.concatenate([[0], np.cumsum(kept)]).astype(np.int64), peer=peer,
                 etype=self.etype[keep], truncated=counts >= fan_out, spec=spec, df=df, fan_out=fan_out,
-                owner=owner, cost=cost, zero_cost=zero)
+                owner=owner, cost=cost, zero_cost=zero, degree=kept.astype(np.int32))
         return cached
 
 
@@ -119,6 +119,7 @@ class View:
     owner: np.ndarray = None  # the row (node) of each entry
     cost: dict = None  # hop rule -> per-entry hop cost (0 or 1)
     zero_cost: dict = None  # hop rule -> per-node: its row has an entry of cost 0
+    degree: np.ndarray = None  # entries per row
     _lazy: dict = field(default_factory=dict, repr=False, compare=False)
 
     def transposed(self) -> tuple[np.ndarray, np.ndarray]:
