@@ -138,7 +138,7 @@ class _Run:
         self.scratch[values] = -1
         return firsts
 
-    def candidates(self, rank, seed, peer, nxt, here, ent, lengths, contrib, touched) -> int | None:
+    def candidates(self, rank, seed, peer, nxt, ent, lengths, contrib, touched) -> int | None:
         """Create, support and improve candidates from one generation's entries; the read position that hit
         the candidate ceiling, if one did."""
         at = np.flatnonzero(peer != seed)
@@ -175,7 +175,7 @@ class _Run:
             improve = (d < self.best_dist[hp]) | ((d == self.best_dist[hp]) & (rank < self.best_rank[hp]))
             hp, head = hp[improve], at[head[improve]]
             self.best_dist[hp], self.best_rank[hp] = d, rank
-            self.via[hp], self.via_type[hp] = here[head], self.view.etype[ent[head]]
+            self.via[hp], self.via_type[hp] = self.view.owner[ent[head]], self.view.etype[ent[head]]
         return cap_at
 
     def terminal(self, seed: int, exp: np.ndarray, passed: np.ndarray | None, touched: np.ndarray) -> None:
@@ -247,9 +247,8 @@ class _Run:
             ent, lengths = _slices(view.indptr, exp)
             peer = view.peer[ent]
             nxt = np.repeat(edist, lengths) + self.cost[ent]  # a read node is below depth: nxt <= depth
-            here = np.repeat(exp, lengths)
             contrib = None if passed is None else np.repeat(passed, lengths)
-            cap_at = self.candidates(rank, seed, peer, nxt, here, ent, lengths, contrib, touched)
+            cap_at = self.candidates(rank, seed, peer, nxt, ent, lengths, contrib, touched)
             self.warn(exp, cap_at)
             if terminal:
                 break
