@@ -17,8 +17,9 @@ from earlier generations.
 Two shortcuts keep the results and cut the work. A *terminal* generation (every read node at
 ``depth - 1`` and none with a free hop) discovers nothing that is read, so its frontier is never
 built; and once the candidate ceiling was hit, such a generation only adds mass and support to the
-fixed candidates: it reads the candidates' incoming entries (the transposed view) when they are fewer
-than the generation's entries, in read order, so every sum adds in the same order as a full read.
+fixed candidates, settled after the last seed for all seeds at once: through the candidates' incoming
+entries (the transposed view, one read with a bit per seed) when they are fewer than the generations'
+own entries, in read order, so every sum adds in the same order as a full read.
 Warnings are kept as node codes and written once per node (``collapsed_warnings``).
 """
 
@@ -126,7 +127,8 @@ class _Run:
         self.capped = False
         self.scratch = np.full(n, -1, dtype=np.int64)
         self.position = np.full(n, -1, dtype=np.int32)
-        self.incoming: tuple[np.ndarray, np.ndarray] | None = None  # the fixed candidates' incoming entries
+        self.parts: list[np.ndarray | None] = []  # mass per candidate slot, one part per generation, in order
+        self.deferred: list[tuple] = []  # terminal generations past the ceiling, settled in finish()
 
     def first(self, values: np.ndarray) -> np.ndarray:
         """Positions of each value's first occurrence, in position order (no sort: a scatter, then a gather)."""
@@ -161,7 +163,7 @@ class _Run:
         ok = np.flatnonzero(slots >= 0)
         at, cp = at[ok], cp[ok]
         if contrib is not None:
-            self.mass += np.bincount(slots[ok], weights=contrib[at], minlength=len(self.mass))
+            self.parts.append(np.bincount(slots[ok], weights=contrib[at], minlength=len(self.mass)))
         touched[cp] = True
         # per peer, the first entry with the smallest distance improves a strictly worse best; entries that do
         # not beat the best before this generation never do (the best only improves), so only those are looked at
@@ -179,36 +181,54 @@ class _Run:
         return cap_at
 
     def terminal(self, seed: int, exp: np.ndarray, passed: np.ndarray | None, touched: np.ndarray) -> None:
-        """A terminal generation after the ceiling: mass and support of the fixed candidates only. No best
-        route changes (every entry lands at ``depth``, and each best is at most ``depth`` from a seed of
-        this rank or an earlier one)."""
-        view = self.view
-        forward = int(view.degree[exp].sum())
-        if self.incoming is None:
+        """A terminal generation after the ceiling: mass and support of the fixed candidates only, settled for
+        every seed at once in :meth:`finish` (its mass keeps its place in the sum). No best route changes
+        (every entry lands at ``depth``, and each best is at most ``depth`` from a seed of this rank or an
+        earlier one)."""
+        self.deferred.append((len(self.parts), seed, exp, passed, touched))
+        self.parts.append(None)
+
+    def finish(self) -> None:
+        """Settle the deferred terminal generations: through the candidates' incoming entries (one read for
+        up to 63 seeds, a bit per seed) when they are fewer than the generations' own entries, else by reading
+        those; then add up the mass parts in traversal order."""
+        view, deferred = self.view, self.deferred
+        if deferred:
             transposed_indptr, by_peer = view.transposed()
             ent = by_peer[_slices(transposed_indptr, np.concatenate(self.codes))[0]]
-            self.incoming = (view.owner[ent].astype(np.int32), ent)
-        owner, ent = self.incoming
-        if len(ent) < forward * self.BACKWARD_RATIO:  # the candidates' incoming entries from this generation's reads, in read order
-            position = self.position
-            position[exp] = np.arange(len(exp), dtype=np.int32)
-            pos = position[owner]
-            position[exp] = -1
-            sel = np.flatnonzero(pos >= 0)
-            order = np.argsort(pos[sel].astype(np.int64) * len(view.peer) + ent[sel])
-            src, peer = pos[sel][order], view.peer[ent[sel][order]]
-        else:
-            entries, lengths = _slices(view.indptr, exp)
-            peer = view.peer[entries]
-            keep = np.flatnonzero(self.slot[peer] >= 0)
-            src, peer = np.repeat(np.arange(len(exp)), lengths)[keep], peer[keep]
-        keep = peer != seed
-        src, peer = src[keep], peer[keep]
-        if not len(peer):
-            return
-        if passed is not None:
-            self.mass += np.bincount(self.slot[peer], weights=passed[src], minlength=len(self.mass))
-        touched[peer] = True
+            owner = view.owner[ent].astype(np.int32)
+            forward = sum(int(view.degree[exp].sum()) for _, _, exp, _, _ in deferred)
+            backward = len(ent) < forward * self.BACKWARD_RATIO
+        for start in range(0, len(deferred), 63):
+            group = deferred[start:start + 63]
+            if backward:
+                bits = np.zeros(len(self.slot), dtype=np.uint64)
+                for j, (_, _, exp, _, _) in enumerate(group):
+                    bits[exp] |= np.uint64(1 << j)
+                found = np.flatnonzero(bits[owner])
+                fbits, fowner, fent = bits[owner[found]], owner[found], ent[found]
+            for j, (part, seed, exp, passed, touched) in enumerate(group):
+                if backward:  # this seed's share of the incoming entries, in read order
+                    mine = np.flatnonzero(fbits & np.uint64(1 << j))
+                    position = self.position
+                    position[exp] = np.arange(len(exp), dtype=np.int32)
+                    pos = position[fowner[mine]]
+                    position[exp] = -1
+                    order = np.argsort(pos.astype(np.int64) * len(view.peer) + fent[mine])
+                    src, peer = pos[order], view.peer[fent[mine][order]]
+                else:
+                    entries, lengths = _slices(view.indptr, exp)
+                    peer = view.peer[entries]
+                    keep = np.flatnonzero(self.slot[peer] >= 0)
+                    src, peer = np.repeat(np.arange(len(exp)), lengths)[keep], peer[keep]
+                keep = peer != seed
+                src, peer = src[keep], peer[keep]
+                if passed is not None and len(peer):
+                    self.parts[part] = np.bincount(self.slot[peer], weights=passed[src], minlength=len(self.mass))
+                touched[peer] = True
+        for part in self.parts:  # in traversal order, as one running sum would add them
+            if part is not None:
+                self.mass += part
 
     def warn(self, exp: np.ndarray, cap_at: int | None) -> None:
         """Fan-out warnings in read order; the candidate warning right after the read that hit the ceiling."""
@@ -286,6 +306,7 @@ def traverse(index: TraversalIndex, view: View, seeds: list[int | None], *, dept
         tree, touched = run.seed(rank, seed, None if weights is None else float(weights[rank]))
         trees.append(tree)
         touched_masks.append(touched)
+    run.finish()
     codes = np.concatenate(run.codes).astype(np.int64) if run.codes else np.zeros(0, dtype=np.int64)
     support = np.zeros(len(codes), dtype=np.int64)
     for seed, touched in zip(seeds, touched_masks):
