@@ -123,3 +123,32 @@ def test_fast_entities_match_the_row_loop(base, rows):
     frame = _frame(rows)
     fast, slow = _both(lambda: state_module.with_entities(base, frame))
     assert fast == slow
+
+
+def _merged(fn, *, general: bool):
+    if not general:
+        return _outcome(fn)
+    with mock.patch.object(state_module, "_first_edges", lambda *a, **k: None):
+        return _outcome(fn)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(_ROW, min_size=2, max_size=10), repeat=st.booleans())
+def test_first_edges_merge_matches_the_general_merge(base, rows, repeat):
+    """A state's first edges skip the string sorts (integer keys of the ids): the same frames as the general
+    merge, duplicates and repeated evidence included (those go to the general merge)."""
+    frame = _frame(rows + rows[:1] if repeat else rows)
+    fast = _merged(lambda: state_module.with_edges(base, frame), general=False)
+    slow = _merged(lambda: state_module.with_edges(base, frame), general=True)
+    assert fast == slow
+
+
+def test_first_edges_sort_by_id_and_evidence_order(base):
+    frame = pd.DataFrame({"from_ref": [CHUNKS[2], CHUNKS[0], CHUNKS[1]], "to_ref": ["entity:q", "entity:p", "entity:r"],
+                          "type": ["mentions"] * 3, "evidence": [[CHUNKS[1], CHUNKS[0]], [CHUNKS[0]], [CHUNKS[2]]]})
+    state = state_module.with_edges(base, frame)
+    ids = state.edges["edge_id"].tolist()
+    assert ids == sorted(ids) and len(ids) == 3
+    evidence = state.edge_evidence
+    assert list(zip(evidence["edge_id"], evidence["chunk_ref"])) == sorted(zip(evidence["edge_id"], evidence["chunk_ref"]))
+    assert len(evidence) == 4

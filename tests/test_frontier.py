@@ -5,11 +5,14 @@ edge types, warnings and (for the relevance ranking) mass."""
 from __future__ import annotations
 
 import math
+from unittest import mock
 
 import pandas as pd
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from crux_nb.graph import frontier
 from crux_nb.graph.frontier import traverse
 from crux_nb.refs import decode_ref
 from crux_nb.testing import make_kb
@@ -116,3 +119,39 @@ def test_oracle_comparison_can_fail():
                    max_candidates=2)
     assert [index.refs[c] for c in got.codes] == ["document:s", "chunk:s:c1"]
     assert got.warnings == ["expand_relations truncated graph candidates at 2."]
+
+
+@pytest.mark.parametrize("ratio", [0.0, float("inf")])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graph=graphs(), data=st.data())
+def test_terminal_generations_match_the_oracle_both_ways(ratio, graph, data):
+    """Past the candidate ceiling a terminal generation reads either its own entries (ratio 0) or the
+    candidates' incoming entries (ratio inf): both give the oracle's candidates, support and mass."""
+    chunks, parents, entity_refs, edges, nodes = graph
+    kb = build(chunks, parents, entity_refs, edges)
+    seeds = data.draw(st.lists(st.sampled_from(nodes), min_size=1, max_size=4))
+    with mock.patch.object(frontier._Run, "BACKWARD_RATIO", ratio):
+        compare(kb, seeds, types=data.draw(st.sampled_from([None, list(TYPES)])), direction=None,
+                depth=data.draw(st.integers(1, 3)), entity_hops="counted", fan_out=data.draw(st.integers(1, 4)),
+                max_candidates=data.draw(st.integers(1, 4)), weights=[1.0 / (r + 1) for r in range(len(seeds))])
+
+
+def test_terminal_shortcut_runs_and_keeps_results():
+    """A chunk mentioning entities, each mentioned by other chunks: depth 1 counted, ceiling 1. The seed's
+    second generation (entities at distance 0 read, every entry landing at depth 1) is terminal and
+    comes after the ceiling; the results are the oracle's and the shortcut ran."""
+    chunks = [("s", f"c{i}", i, "t") for i in range(6)]
+    entity_refs = ["entity:a", "entity:b"]
+    edges = [(f"chunk:s:c{i}", e, "mentions", "directed") for i in range(6) for e in entity_refs]
+    kb = build(chunks, [], entity_refs, edges)
+    calls = []
+    original = frontier._Run.terminal
+
+    def spy(self, *args):
+        calls.append(1)
+        return original(self, *args)
+
+    with mock.patch.object(frontier._Run, "terminal", spy):
+        expected = compare(kb, ["chunk:s:c0"], types=["mentions"], direction=None, depth=1, entity_hops="counted",
+                           fan_out=64, max_candidates=1, weights=[1.0])
+    assert calls and list(expected) == ["entity:a"] and math.isclose(expected["entity:a"].mass, 1.0)

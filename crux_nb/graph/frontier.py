@@ -13,6 +13,14 @@ each neighbour, scaled by the node's specificity when the node is a waypoint (an
 document: ``1 / |chunks adjacent to it|``, HippoRAG's node specificity; a chunk passes its mass on
 whole). A candidate's graph score is the mass it receives. A node passes on the mass that reached it
 from earlier generations.
+
+Two shortcuts keep the results and cut the work. A *terminal* generation (every read node at
+``depth - 1`` and none with a free hop) discovers nothing that is read, so its frontier is never
+built; and once the candidate ceiling was hit, such a generation only adds mass and support to the
+fixed candidates, settled after the last seed for all seeds at once: through the candidates' incoming
+entries (the transposed view, one read with a bit per seed) when they are fewer than the generations'
+own entries, in read order, so every sum adds in the same order as a full read.
+Warnings are kept as node codes and written once per node (``collapsed_warnings``).
 """
 
 from __future__ import annotations
@@ -20,111 +28,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 
-from ..refs import DocumentRef, ParentRef, decode_ref, encode_ref
+from .frontier_index import KIND_CHUNK, KIND_ENTITY, TraversalIndex, View
 
 __all__ = ["TraversalIndex", "Traversal", "traverse", "KIND_CHUNK", "KIND_ENTITY"]
 
-KIND_CHUNK, KIND_ENTITY, KIND_OTHER = 0, 1, 2
-STRUCTURAL_TYPES = ("hierarchy", "sequence")
-
-
-class TraversalIndex:
-    """Every node's neighbour list (structural, then persisted) as one CSR, built once per reader."""
-
-    def __init__(self, state, adjacency):
-        chunks, parents, docs = state.chunks, state.parents, state.documents
-        chunk_refs = chunks["ref"].tolist()
-        parent_refs = [encode_ref(ParentRef(s, p)) for s, p in zip(parents["source_id"], parents["parent_id"])]
-        doc_refs = [encode_ref(DocumentRef(s)) for s in docs["source_id"]]
-        refs = np.unique(np.asarray(list(adjacency.refs) + chunk_refs + parent_refs + doc_refs, dtype=object))
-        self.refs = refs
-        self.code = {r: i for i, r in enumerate(refs.tolist())}
-        n = len(refs)
-        prefix = pd.Series(refs, dtype=object).str.split(":", n=1).str[0].to_numpy()
-        self.kind = np.where(prefix == "chunk", KIND_CHUNK, np.where(prefix == "entity", KIND_ENTITY, KIND_OTHER))
-        self.kind = self.kind.astype(np.int8)
-        self.type_names = list(dict.fromkeys(list(adjacency.type_names) + list(STRUCTURAL_TYPES)))
-        tcode = {t: i for i, t in enumerate(self.type_names)}
-        self.chunk_code = np.array([self.code[r] for r in chunk_refs], dtype=np.int64)  # per chunk row
-        self.row_of_code = np.full(n, -1, dtype=np.int64)
-        self.row_of_code[self.chunk_code] = np.arange(len(chunk_refs))
-        # structural entries, each node's list in neighbors() order (sorted projection)
-        s_node, s_peer, s_type, s_dir, s_pos = [], [], [], [], []
-        structure = _structure(state)
-        for ref in chunk_refs + parent_refs + doc_refs:
-            decoded = decode_ref(ref)
-            projected = sorted(structure.project(decoded.kind, decoded.segments(), ref))
-            node = self.code[ref]
-            for pos, (_, peer, t, d) in enumerate(projected):
-                s_node.append(node)
-                s_peer.append(self.code[peer])
-                s_type.append(tcode[t])
-                s_dir.append(0 if d == "out" else 1)
-                s_pos.append(pos)
-        remap = np.array([self.code[r] for r in adjacency.refs], dtype=np.int64)
-        p_node = remap[np.repeat(np.arange(len(adjacency.refs)), np.diff(adjacency.indptr))] if len(remap) else \
-            np.zeros(0, dtype=np.int64)
-        p_peer = remap[adjacency.peer] if len(remap) else np.zeros(0, dtype=np.int64)
-        ptype_map = np.array([tcode[t] for t in adjacency.type_names], dtype=np.int32)
-        p_type = ptype_map[adjacency.etype] if len(ptype_map) else np.zeros(0, dtype=np.int32)
-        node = np.concatenate([np.asarray(s_node, dtype=np.int64), p_node])
-        section = np.concatenate([np.zeros(len(s_node), dtype=np.int8), np.ones(len(p_node), dtype=np.int8)])
-        pos = np.concatenate([np.asarray(s_pos, dtype=np.int64), np.arange(len(p_node), dtype=np.int64)])
-        order = np.lexsort((pos, section, node))
-        self.node = node[order]
-        self.peer = np.concatenate([np.asarray(s_peer, dtype=np.int64), p_peer])[order]
-        self.etype = np.concatenate([np.asarray(s_type, dtype=np.int32), p_type])[order]
-        self.direction = np.concatenate([np.asarray(s_dir, dtype=np.int8),
-                                         np.asarray(adjacency.direction, dtype=np.int8)])[order]
-        self.indptr = np.concatenate([[0], np.cumsum(np.bincount(self.node, minlength=n))]).astype(np.int64)
-        self._views: dict[tuple, View] = {}
-
-    def view(self, types: frozenset[str] | None, direction: int | None, fan_out: int) -> View:
-        """The neighbour lists cut by type, direction and the fan-out ceiling (cached per key)."""
-        key = (types, direction, fan_out)
-        cached = self._views.get(key)
-        if cached is None:
-            mask = np.ones(len(self.peer), dtype=bool)
-            if types is not None:
-                codes = [i for i, t in enumerate(self.type_names) if t in types]
-                mask &= np.isin(self.etype, np.asarray(codes, dtype=np.int32))
-            if direction is not None:
-                mask &= self.direction == direction
-            idx = np.flatnonzero(mask)
-            owner = self.node[idx]
-            counts = np.bincount(owner, minlength=len(self.refs))
-            starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-            rank = np.arange(len(idx)) - starts[owner]
-            keep = idx[rank < fan_out]
-            kept = np.minimum(counts, fan_out)
-            # specificity of a waypoint: 1 / distinct chunk neighbours (all of them, not only the first 64)
-            chunk_peer = self.kind[self.peer[idx]] == KIND_CHUNK
-            pairs = np.unique(owner[chunk_peer] * len(self.refs) + self.peer[idx][chunk_peer])
-            df = np.bincount(pairs // max(len(self.refs), 1), minlength=len(self.refs)).astype(float)
-            spec = np.where(self.kind == KIND_CHUNK, 1.0, 1.0 / np.maximum(df, 1.0))
-            cached = self._views[key] = View(
-                indptr=np.concatenate([[0], np.cumsum(kept)]).astype(np.int64), peer=self.peer[keep],
-                etype=self.etype[keep], truncated=counts >= fan_out, spec=spec, df=df, fan_out=fan_out)
-        return cached
-
-
-@dataclass(frozen=True)
-class View:
-    indptr: np.ndarray
-    peer: np.ndarray
-    etype: np.ndarray
-    truncated: np.ndarray  # a read of this node returns fan_out neighbours (the warning's condition)
-    spec: np.ndarray
-    df: np.ndarray
-    fan_out: int
-
-
-def _structure(state):
-    from .structure import StructureIndex
-
-    return StructureIndex(state.parents, state.chunks)
+CAP = -1  # the candidate-ceiling warning in the warning stream (other tokens are codes of truncated reads)
 
 
 @dataclass
@@ -136,23 +45,48 @@ class Traversal:
     seed_rank: np.ndarray
     support: np.ndarray  # number of distinct seeds reaching each candidate
     mass: np.ndarray
-    warnings: list[str]
+    _tokens: np.ndarray = field(repr=False, default=None)
+    _refs: np.ndarray = field(repr=False, default=None)
+    _view: View = field(repr=False, default=None)
+    _max_candidates: int = 0
     _via: np.ndarray = field(repr=False, default=None)
     _via_type: np.ndarray = field(repr=False, default=None)
     _trees: list = field(repr=False, default_factory=list)
     _touched: list = field(repr=False, default_factory=list)
     _seeds: list = field(repr=False, default_factory=list)
 
+    def _texts(self, tokens: np.ndarray) -> list[str]:
+        texts = self._view.warning_texts(self._refs, np.where(tokens == CAP, 0, tokens))
+        cap = f"expand_relations truncated graph candidates at {self._max_candidates}."
+        for i in np.flatnonzero(tokens == CAP).tolist():
+            texts[i] = cap
+        return texts
+
+    @property
+    def warnings(self) -> list[str]:
+        """Every warning in order: a fan-out cut per truncated read, the candidate ceiling once."""
+        return self._texts(self._tokens) if len(self._tokens) else []
+
+    def collapsed_warnings(self) -> list[str]:
+        """``collapse_warnings(self.warnings)`` without writing the repeats: each once, with its count."""
+        if not len(self._tokens):
+            return []
+        distinct, first, counts = np.unique(self._tokens, return_index=True, return_counts=True)
+        order = np.argsort(first)
+        texts = self._texts(distinct[order])
+        return [w if n == 1 else f"{w} ({n} times)" for w, n in zip(texts, counts[order].tolist())]
+
     def path(self, i: int) -> tuple[list[int], list[int]]:
         """(node codes from the seed, edge type codes) of candidate ``i``'s recorded route."""
         rank = int(self.seed_rank[i])
-        parent, ptype = self._trees[rank]
+        found_by = self._trees[rank]  # per node of the seed's search, the entry that discovered it
         nodes, types = [int(self.codes[i])], [int(self._via_type[i])]
         node = int(self._via[i])
         while node != self._seeds[rank]:
             nodes.append(node)
-            types.append(int(ptype[node]))
-            node = int(parent[node])
+            entry = int(found_by[node])
+            types.append(int(self._view.etype[entry]))
+            node = int(self._view.owner[entry])
         nodes.append(node)
         return nodes[::-1], types[::-1]
 
@@ -163,15 +97,24 @@ class Traversal:
                        if touched is not None and touched[code]})
 
 
+def _slices(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(positions of the CSR slices of ``rows``, concatenated in row order; entries per row)."""
+    starts = indptr[rows]
+    lengths = indptr[rows + 1] - starts
+    return np.repeat(starts - (np.cumsum(lengths) - lengths), lengths) + np.arange(int(lengths.sum())), lengths
+
+
 class _Run:
     """The state of one traversal across seeds: candidates, their best routes, warnings."""
+
+    #: a terminal generation reads the candidates' incoming entries when fewer than ratio x its own entries
+    BACKWARD_RATIO = 1.0
 
     def __init__(self, index: TraversalIndex, view: View, *, depth: int, entity_hops: str, max_candidates: int):
         n = len(index.refs)
         self.index, self.view, self.depth, self.max_candidates = index, view, depth, max_candidates
-        self.free = entity_hops == "free"
-        self.entity = index.kind == KIND_ENTITY
-        self.slot = np.full(n, -1, dtype=np.int64)
+        self.cost, self.zero = view.cost[entity_hops], view.zero_cost[entity_hops]
+        self.slot = np.full(n, -1, dtype=np.int32)
         self.codes: list[np.ndarray] = []
         self.count = 0
         big = np.iinfo(np.int64).max
@@ -179,11 +122,13 @@ class _Run:
         self.best_rank = np.full(n, big, dtype=np.int64)
         self.via = np.full(n, -1, dtype=np.int64)
         self.via_type = np.full(n, -1, dtype=np.int64)
-        self.mass = np.zeros(n)
-        self.support = np.zeros(n, dtype=np.int64)
-        self.warnings: list[str] = []
+        self.mass = np.zeros(max_candidates)  # per candidate slot
+        self.tokens: list[np.ndarray] = []
         self.capped = False
         self.scratch = np.full(n, -1, dtype=np.int64)
+        self.position = np.full(n, -1, dtype=np.int32)
+        self.parts: list[np.ndarray | None] = []  # mass per candidate slot, one part per generation, in order
+        self.deferred: list[tuple] = []  # terminal generations past the ceiling, settled in finish()
 
     def first(self, values: np.ndarray) -> np.ndarray:
         """Positions of each value's first occurrence, in position order (no sort: a scatter, then a gather)."""
@@ -195,97 +140,151 @@ class _Run:
         self.scratch[values] = -1
         return firsts
 
-    def reads(self, exp: np.ndarray, edist: np.ndarray):
-        """Every kept entry of one generation's reads, in read order: (source position, peer, type, distance)."""
-        view = self.view
-        starts, stops = view.indptr[exp], view.indptr[exp + 1]
-        lengths = stops - starts
-        src = np.repeat(np.arange(len(exp)), lengths)
-        entries = np.repeat(starts - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths) + np.arange(len(src))
-        peer, etype = view.peer[entries], view.etype[entries]
-        here = exp[src]
-        if self.free:
-            cost = ~(self.entity[here] | self.entity[peer])
-        else:
-            cost = ~(self.entity[peer] & ~self.entity[here])
-        nxt = edist[src] + cost
-        keep = nxt <= self.depth
-        return src[keep], peer[keep], etype[keep], here[keep], nxt[keep]
-
-    def candidates(self, rank: int, seed: int, src, peer, etype, here, nxt, contrib, touched) -> int | None:
+    def candidates(self, rank, seed, peer, nxt, ent, lengths, contrib, touched) -> int | None:
         """Create, support and improve candidates from one generation's entries; the read position that hit
         the candidate ceiling, if one did."""
-        is_c = peer != seed
-        cp, cn, cs, ch, ct = peer[is_c], nxt[is_c], src[is_c], here[is_c], etype[is_c]
+        at = np.flatnonzero(peer != seed)
+        cp = peer[at]
         if not len(cp):
             return None
         cap_at = None
-        new = self.first(cp)
-        new = new[self.slot[cp[new]] < 0]
-        room = self.max_candidates - self.count
-        if len(new) > room:
-            if not self.capped:
-                cap_at, self.capped = int(cs[new[room]]), True
-            new = new[:room]
-        self.slot[cp[new]] = self.count + np.arange(len(new))
-        self.codes.append(cp[new])
-        self.count += len(new)
-        ok = self.slot[cp] >= 0
-        cp, cn, ch, ct = cp[ok], cn[ok], ch[ok], ct[ok]
+        if not self.capped:
+            new = self.first(cp)
+            new = new[self.slot[cp[new]] < 0]
+            room = self.max_candidates - self.count
+            if len(new) > room:
+                cap_at = int(np.searchsorted(np.cumsum(lengths), at[new[room]], side="right"))
+                self.capped = True
+                new = new[:room]
+            self.slot[cp[new]] = self.count + np.arange(len(new))
+            self.codes.append(cp[new])
+            self.count += len(new)
+        slots = self.slot[cp]
+        ok = np.flatnonzero(slots >= 0)
+        at, cp = at[ok], cp[ok]
         if contrib is not None:
-            self.mass += np.bincount(cp, weights=contrib[is_c][ok], minlength=len(self.mass))
+            self.parts.append(np.bincount(slots[ok], weights=contrib[at], minlength=len(self.mass)))
         touched[cp] = True
-        # per peer, the first entry with the smallest distance improves a strictly worse best
-        for d in np.unique(cn).tolist():
-            at = np.flatnonzero(cn == d)
-            head = at[self.first(cp[at])]
+        # per peer, the first entry with the smallest distance improves a strictly worse best; entries that do
+        # not beat the best before this generation never do (the best only improves), so only those are looked at
+        cn, bd = nxt[at], self.best_dist[cp]
+        better = np.flatnonzero((cn < bd) | ((cn == bd) & (rank < self.best_rank[cp])))
+        at, cp, cn = at[better], cp[better], cn[better]
+        for d in np.flatnonzero(np.bincount(cn)).tolist() if len(cn) else ():
+            same = np.flatnonzero(cn == d)
+            head = same[self.first(cp[same])]
             hp = cp[head]
-            better = (d < self.best_dist[hp]) | ((d == self.best_dist[hp]) & (rank < self.best_rank[hp]))
-            hp, head = hp[better], head[better]
+            improve = (d < self.best_dist[hp]) | ((d == self.best_dist[hp]) & (rank < self.best_rank[hp]))
+            hp, head = hp[improve], at[head[improve]]
             self.best_dist[hp], self.best_rank[hp] = d, rank
-            self.via[hp], self.via_type[hp] = ch[head], ct[head]
+            self.via[hp], self.via_type[hp] = self.view.owner[ent[head]], self.view.etype[ent[head]]
         return cap_at
+
+    def terminal(self, seed: int, exp: np.ndarray, passed: np.ndarray | None, touched: np.ndarray) -> None:
+        """A terminal generation after the ceiling: mass and support of the fixed candidates only, settled for
+        every seed at once in :meth:`finish` (its mass keeps its place in the sum). No best route changes
+        (every entry lands at ``depth``, and each best is at most ``depth`` from a seed of this rank or an
+        earlier one)."""
+        self.deferred.append((len(self.parts), seed, exp, passed, touched))
+        self.parts.append(None)
+
+    def finish(self) -> None:
+        """Settle the deferred terminal generations: through the candidates' incoming entries (one read for
+        up to 63 seeds, a bit per seed) when they are fewer than the generations' own entries, else by reading
+        those; then add up the mass parts in traversal order."""
+        view, deferred = self.view, self.deferred
+        if deferred:
+            transposed_indptr, by_peer = view.transposed()
+            ent = by_peer[_slices(transposed_indptr, np.concatenate(self.codes))[0]]
+            owner = view.owner[ent].astype(np.int32)
+            forward = sum(int(view.degree[exp].sum()) for _, _, exp, _, _ in deferred)
+            backward = len(ent) < forward * self.BACKWARD_RATIO
+        for start in range(0, len(deferred), 63):
+            group = deferred[start:start + 63]
+            if backward:
+                bits = np.zeros(len(self.slot), dtype=np.uint64)
+                for j, (_, _, exp, _, _) in enumerate(group):
+                    bits[exp] |= np.uint64(1 << j)
+                found = np.flatnonzero(bits[owner])
+                fbits, fowner, fent = bits[owner[found]], owner[found], ent[found]
+            for j, (part, seed, exp, passed, touched) in enumerate(group):
+                if backward:  # this seed's share of the incoming entries, in read order
+                    mine = np.flatnonzero(fbits & np.uint64(1 << j))
+                    position = self.position
+                    position[exp] = np.arange(len(exp), dtype=np.int32)
+                    pos = position[fowner[mine]]
+                    position[exp] = -1
+                    order = np.argsort(pos.astype(np.int64) * len(view.peer) + fent[mine])
+                    src, peer = pos[order], view.peer[fent[mine][order]]
+                else:
+                    entries, lengths = _slices(view.indptr, exp)
+                    peer = view.peer[entries]
+                    keep = np.flatnonzero(self.slot[peer] >= 0)
+                    src, peer = np.repeat(np.arange(len(exp)), lengths)[keep], peer[keep]
+                keep = peer != seed
+                src, peer = src[keep], peer[keep]
+                if passed is not None and len(peer):
+                    self.parts[part] = np.bincount(self.slot[peer], weights=passed[src], minlength=len(self.mass))
+                touched[peer] = True
+        for part in self.parts:  # in traversal order, as one running sum would add them
+            if part is not None:
+                self.mass += part
 
     def warn(self, exp: np.ndarray, cap_at: int | None) -> None:
         """Fan-out warnings in read order; the candidate warning right after the read that hit the ceiling."""
         truncated = np.flatnonzero(self.view.truncated[exp])
-        refs, fan_out = self.index.refs, self.view.fan_out
-        events = [(pos, 0, f"expand_relations truncated neighbors for {refs[exp[pos]]} at {fan_out}.")
-                  for pos in truncated.tolist()]
-        if cap_at is not None:
-            events.append((cap_at, 1, f"expand_relations truncated graph candidates at {self.max_candidates}."))
-        self.warnings += [message for _, _, message in sorted(events)]
+        if cap_at is None:
+            if len(truncated):
+                self.tokens.append(exp[truncated])
+            return
+        split = int(np.searchsorted(truncated, cap_at, side="right"))
+        self.tokens += [exp[truncated[:split]], np.array([CAP]), exp[truncated[split:]]]
 
     def seed(self, rank: int, seed: int, weight: float | None):
         """One seed's breadth-first search, a generation at a time; its (parent, type) tree and touched mask."""
-        n = len(self.index.refs)
-        parent = np.full(n, -1, dtype=np.int64)
-        ptype = np.full(n, -1, dtype=np.int64)
+        n, view = len(self.index.refs), self.view
+        # written for every node this search discovers, and only those are ever read (paths walk back from
+        # a read node to the seed): no initialisation needed
+        found_by = np.empty(n, dtype=np.int64)
         seen = np.zeros(n, dtype=bool)
         touched = np.zeros(n, dtype=bool)
         seen[seed] = True
-        mass = None
-        if weight is not None:
-            mass = np.zeros(n)
-            mass[seed] = weight
         frontier, fdist = np.array([seed], dtype=np.int64), np.zeros(1, dtype=np.int64)
+        # the mass each frontier node received: all of it came in the generation that discovered it
+        fmass = None if weight is None else np.array([weight])
         while len(frontier):
             live = fdist < self.depth
             exp, edist = frontier[live], fdist[live]
             if not len(exp):
                 break
-            src, peer, etype, here, nxt = self.reads(exp, edist)
-            contrib = None if mass is None else mass[here] * self.view.spec[here]
-            cap_at = self.candidates(rank, seed, src, peer, etype, here, nxt, contrib, touched)
+            passed = None if fmass is None else fmass[live] * view.spec[exp]
+            # every entry lands at depth: nothing found here is read, so no frontier is built
+            terminal = bool(((edist == self.depth - 1) & ~self.zero[exp]).all())
+            if terminal and self.capped:
+                self.terminal(seed, exp, passed, touched)
+                self.warn(exp, None)
+                break
+            ent, lengths = _slices(view.indptr, exp)
+            peer = view.peer[ent]
+            nxt = np.repeat(edist, lengths) + self.cost[ent]  # a read node is below depth: nxt <= depth
+            contrib = None if passed is None else np.repeat(passed, lengths)
+            cap_at = self.candidates(rank, seed, peer, nxt, ent, lengths, contrib, touched)
             self.warn(exp, cap_at)
-            if mass is not None:  # mass reaching a node in this generation is what it passes on when read
-                mass += np.bincount(peer, weights=contrib, minlength=n)
+            if terminal:
+                break
             fresh = np.flatnonzero(~seen[peer])
             first = fresh[self.first(peer[fresh])]
             frontier, fdist = peer[first], nxt[first]
             seen[frontier] = True
-            parent[frontier], ptype[frontier] = here[first], etype[first]
-        return (parent, ptype), touched
+            found_by[frontier] = ent[first]
+            if contrib is not None:  # mass reaching a node in this generation is what it passes on when read
+                position = self.position
+                position[frontier] = np.arange(len(frontier), dtype=np.int32)
+                to = position[peer]
+                position[frontier] = -1
+                hit = np.flatnonzero(to >= 0)
+                fmass = np.bincount(to[hit], weights=contrib[hit], minlength=len(frontier))
+        return found_by, touched
 
 
 def traverse(index: TraversalIndex, view: View, seeds: list[int | None], *, depth: int, entity_hops: str,
@@ -301,17 +300,21 @@ def traverse(index: TraversalIndex, view: View, seeds: list[int | None], *, dept
     for rank, seed in enumerate(seeds):
         seed_codes.append(-1 if seed is None else seed)
         if seed is None:
-            trees.append((None, None))
+            trees.append(None)
             touched_masks.append(None)
             continue
         tree, touched = run.seed(rank, seed, None if weights is None else float(weights[rank]))
         trees.append(tree)
         touched_masks.append(touched)
-        if seed not in counted:  # support counts distinct seed refs: a repeated seed adds nothing
-            counted.add(seed)
-            run.support += touched
+    run.finish()
     codes = np.concatenate(run.codes).astype(np.int64) if run.codes else np.zeros(0, dtype=np.int64)
+    support = np.zeros(len(codes), dtype=np.int64)
+    for seed, touched in zip(seeds, touched_masks):
+        if seed is not None and seed not in counted:  # support counts distinct seed refs: a repeat adds nothing
+            counted.add(seed)
+            support += touched[codes]
+    tokens = np.concatenate(run.tokens).astype(np.int64) if run.tokens else np.zeros(0, dtype=np.int64)
     return Traversal(codes=codes, distance=run.best_dist[codes], seed_rank=run.best_rank[codes],
-                     support=run.support[codes], mass=run.mass[codes], warnings=run.warnings,
-                     _via=run.via[codes], _via_type=run.via_type[codes], _trees=trees, _touched=touched_masks,
-                     _seeds=seed_codes)
+                     support=support, mass=run.mass[:len(codes)].copy(), _tokens=tokens, _refs=index.refs, _view=view,
+                     _max_candidates=max_candidates, _via=run.via[codes], _via_type=run.via_type[codes],
+                     _trees=trees, _touched=touched_masks, _seeds=seed_codes)

@@ -50,7 +50,8 @@ def _factorize(values) -> tuple[np.ndarray, list]:
     return codes, list(uniques)
 
 
-def _types(frame: pd.DataFrame) -> np.ndarray:
+def _types(frame: pd.DataFrame) -> tuple[np.ndarray, tuple[np.ndarray, list]]:
+    """The type of each row, and (codes, distinct values)."""
     codes, uniques = _factorize(frame["type"])
     if (codes < 0).any():
         raise _Reject
@@ -59,16 +60,17 @@ def _types(frame: pd.DataFrame) -> np.ndarray:
             check_type_name(value, "")
         except CruxError:
             raise _Reject from None
-    return np.asarray(uniques, dtype=object)[codes]
+    return np.asarray(uniques, dtype=object)[codes], (codes, uniques)
 
 
-def _directions(frame: pd.DataFrame) -> np.ndarray:
+def _directions(frame: pd.DataFrame) -> tuple[np.ndarray, tuple[np.ndarray, list]]:
     if "direction" not in frame.columns:
-        return np.full(len(frame), "directed", dtype=object)
+        return np.full(len(frame), "directed", dtype=object), (np.zeros(len(frame), dtype=np.intp), ["directed"])
     codes, uniques = _factorize(frame["direction"])
     if not all(isinstance(v, str) and v in DIRECTIONS for v in uniques):
         raise _Reject
-    return np.asarray([*uniques, "directed"], dtype=object)[codes]  # code -1 (missing) -> the default
+    table = [*uniques, "directed"]  # code -1 (missing) -> the default
+    return np.asarray(table, dtype=object)[codes], (codes, table)
 
 
 def _encode_end(value: Any, existing: set[str], entities: dict[str, str]) -> str:
@@ -91,8 +93,9 @@ def _encode_end(value: Any, existing: set[str], entities: dict[str, str]) -> str
 
 
 def _ends(frame: pd.DataFrame, directions: np.ndarray, existing: set[str],
-          entities: dict[str, str]) -> tuple[np.ndarray, np.ndarray]:
-    """Encoded ``(lo, hi)`` ends: both columns factorised together, symmetric edges' ends sorted."""
+          entities: dict[str, str]) -> tuple[np.ndarray, np.ndarray, tuple, tuple]:
+    """Encoded ``(lo, hi)`` ends: both columns factorised together, symmetric edges' ends sorted; and each
+    as (codes, distinct encodings)."""
     n = len(frame)
     both = pd.concat([frame["from_ref"], frame["to_ref"]], ignore_index=True)
     codes, uniques = _factorize(both)
@@ -106,7 +109,8 @@ def _ends(frame: pd.DataFrame, directions: np.ndarray, existing: set[str],
     texts = np.asarray(texts, dtype=object)
     frm, to = rank[codes[:n]], rank[codes[n:]]
     swap = (directions == "symmetric") & (to < frm)
-    return texts[np.where(swap, to, frm)], texts[np.where(swap, frm, to)]
+    lo, hi = np.where(swap, to, frm), np.where(swap, frm, to)
+    return texts[lo], texts[hi], (lo, texts), (hi, texts)
 
 
 def _evidence(series: pd.Series, chunk_sources: dict[str, str]) -> tuple[np.ndarray, list[str]]:
@@ -175,35 +179,37 @@ def _texts(frame: pd.DataFrame, name: str, *, empty_is_missing: bool = False) ->
 _NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f\ud800-\udfff]')  # what json.dumps(ensure_ascii=False) escapes
 
 
-def _quoted(column: np.ndarray) -> np.ndarray:
-    """``json.dumps`` of every cell (plain strings are only wrapped in quotes), once per distinct value."""
-    codes, uniques = pd.factorize(column)
+def _quoted(coded: tuple[np.ndarray, list]) -> list[str]:
+    """``json.dumps`` of every cell of a (codes, distinct values) column (plain strings are only wrapped in
+    quotes), once per distinct value."""
+    codes, uniques = coded
     table = [json.dumps(v, ensure_ascii=False) if _NEEDS_ESCAPE.search(v) else f'"{v}"' for v in uniques]
-    return np.asarray(table, dtype=object)[codes]
+    return np.asarray(table, dtype=object)[codes].tolist()
 
 
-def _edge_ids(types: np.ndarray, lo: np.ndarray, hi: np.ndarray, directions: np.ndarray, stage: str) -> list[str]:
-    """``stable_id("edge", {...})`` of every row: the canonical JSON assembled column-wise, then hashed."""
+def _edge_ids(types: tuple, lo: tuple, hi: tuple, directions: tuple, stage: str) -> list[str]:
+    """``stable_id("edge", {...})`` of every row: the canonical JSON (sorted keys, no spaces) written per row
+    from the quoted distinct values, then hashed."""
     stage_json = json.dumps(stage, ensure_ascii=False)
-    texts = ('{"direction":' + _quoted(directions) + ',"from":' + _quoted(lo) + f',"stage":{stage_json},"to":'
-             + _quoted(hi) + ',"type":' + _quoted(types) + "}")
     sha = hashlib.sha256
-    return ["edge_" + sha(t.encode("utf-8", "surrogatepass")).hexdigest()[:16] for t in texts.tolist()]
+    return ["edge_" + sha(f'{{"direction":{d},"from":{f},"stage":{stage_json},"to":{t},"type":{y}}}'
+                          .encode("utf-8", "surrogatepass")).hexdigest()[:16]
+            for d, f, t, y in zip(_quoted(directions), _quoted(lo), _quoted(hi), _quoted(types))]
 
 
 def fast_edge_rows(frame: pd.DataFrame, *, existing: set[str], chunk_sources: dict[str, str], stage: str,
                    provenance: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]] | None:
     """What :func:`crux_nb.store.rows.edge_rows` returns for ``frame``, or ``None`` if a row needs reporting."""
     try:
-        types, directions = _types(frame), _directions(frame)
+        (types, type_codes), (directions, direction_codes) = _types(frame), _directions(frame)
         entities: dict[str, str] = {}
-        lo, hi = _ends(frame, directions, existing, entities)
+        lo, hi, lo_codes, hi_codes = _ends(frame, directions, existing, entities)
         counts, supports = _evidence(frame["evidence"], chunk_sources)
         descriptions = _texts(frame, "description", empty_is_missing=True)
         weights = _weights(frame)
     except _Reject:
         return None
-    ids = _edge_ids(types, lo, hi, directions, stage)
+    ids = _edge_ids(type_codes, lo_codes, hi_codes, direction_codes, stage)
     n = len(ids)
     edges = dict(zip(EDGE_COLUMNS, (ids, types, lo, hi, directions, weights, [stage] * n, descriptions)))
     evidence_ids = np.repeat(np.asarray(ids, dtype=object), counts) if n else []

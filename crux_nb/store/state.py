@@ -186,16 +186,68 @@ def with_edges(state: KBState, frame: pd.DataFrame, *, stage: str = "user",
     return _merge_edges(state, *rows)
 
 
-def _merge_edges(state: KBState, edges: list[dict], evidence: list[dict], new_entities: dict[str, str]) -> KBState:
-    all_edges = _concat("edges", [state.edges, pd.DataFrame(edges)])
-    # first row wins per edge id, except that a later non-empty description fills an empty one
-    unique = _sorted_unique(all_edges, ["edge_id"])
-    if len(unique) < len(all_edges):
-        described = all_edges.dropna(subset=["description"])
-        first_desc = described.drop_duplicates("edge_id").set_index("edge_id")["description"]
-        unique["description"] = unique["edge_id"].map(first_desc).astype("str")
-    all_evidence = _sorted_unique(_concat("edge_evidence", [state.edge_evidence, pd.DataFrame(evidence)]),
-                                  ["edge_id", "chunk_ref", "provenance"])
+_HEX = np.full(256, -1, dtype=np.int64)
+_HEX[np.frombuffer(b"0123456789abcdef", dtype=np.uint8)] = np.arange(16)
+
+
+def _id_keys(ids) -> np.ndarray | None:
+    """``edge_<16 lowercase hex>`` ids as unsigned integers (same order as the strings), or ``None`` if any
+    id is something else. Decoded column-wise from the ids' bytes."""
+    try:
+        raw = np.asarray(ids, dtype="S22")  # one byte more than an id: a longer string shows there
+    except (UnicodeEncodeError, ValueError, TypeError):
+        return None
+    if raw.ndim != 1:
+        return None
+    grid = raw.view(np.uint8).reshape(len(raw), 22)
+    if len(raw) and ((grid[:, :5] != np.frombuffer(b"edge_", dtype=np.uint8)).any() or grid[:, 21].any()):
+        return None
+    digits = _HEX[grid[:, 5:21]]
+    if (digits < 0).any():
+        return None
+    return (digits.astype(np.uint64) << (4 * np.arange(15, -1, -1, dtype=np.uint64))).sum(axis=1, dtype=np.uint64)
+
+
+def _first_edges(edges: dict, evidence: dict) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+    """The merge of the first edges of a state (no edges yet) without string sorts: the rows ordered by their
+    ids' integer keys, the evidence by (edge key, chunk ref rank, provenance rank). ``None`` when an id is not
+    ``edge_<16 hex>`` or an id repeats (the general merge handles those)."""
+    keys, ev_keys = _id_keys(edges["edge_id"]), _id_keys(evidence["edge_id"])
+    if keys is None or ev_keys is None:
+        return None
+    order = np.argsort(keys, kind="stable")
+    if len(order) > 1 and (keys[order][1:] == keys[order][:-1]).any():
+        return None
+    frame = coerce(pd.DataFrame({c: np.asarray(v, dtype=object)[order] for c, v in edges.items()}), "edges")
+    chunk_rank, _ = pd.factorize(np.asarray(evidence["chunk_ref"], dtype=object), sort=True)
+    prov_rank, _ = pd.factorize(np.asarray(evidence["provenance"], dtype=object), sort=True)
+    ev_order = np.lexsort((prov_rank, chunk_rank, ev_keys))
+    same = np.zeros(max(len(ev_order) - 1, 0), dtype=bool)
+    if len(ev_order) > 1:
+        a, b = ev_order[1:], ev_order[:-1]
+        same = (ev_keys[a] == ev_keys[b]) & (chunk_rank[a] == chunk_rank[b]) & (prov_rank[a] == prov_rank[b])
+    ev_order = ev_order[np.concatenate([[True], ~same])] if len(ev_order) else ev_order
+    ev_frame = coerce(pd.DataFrame({c: np.asarray(v, dtype=object)[ev_order] for c, v in evidence.items()}),
+                      "edge_evidence")
+    return frame, ev_frame
+
+
+def _merge_edges(state: KBState, edges: dict, evidence: dict, new_entities: dict[str, str]) -> KBState:
+    first = None
+    if not len(state.edges) and not len(state.edge_evidence) and len(edges["edge_id"]) > 1:
+        first = _first_edges(edges, evidence)
+    if first is not None:
+        unique, all_evidence = first
+    else:
+        all_edges = _concat("edges", [state.edges, pd.DataFrame(edges)])
+        # first row wins per edge id, except that a later non-empty description fills an empty one
+        unique = _sorted_unique(all_edges, ["edge_id"])
+        if len(unique) < len(all_edges):
+            described = all_edges.dropna(subset=["description"])
+            first_desc = described.drop_duplicates("edge_id").set_index("edge_id")["description"]
+            unique["description"] = unique["edge_id"].map(first_desc).astype("str")
+        all_evidence = _sorted_unique(_concat("edge_evidence", [state.edge_evidence, pd.DataFrame(evidence)]),
+                                      ["edge_id", "chunk_ref", "provenance"])
     known = set(state.entities["ref"])
     add = [{"entity_id": eid, "ref": ref, "canonical_name": eid, "type": None, "aliases": (), "description": None}
            for ref, eid in sorted(new_entities.items()) if ref not in known]

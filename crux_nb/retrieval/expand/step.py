@@ -164,7 +164,7 @@ class ExpandRelationsStep(Step):
         weights = 1.0 / (np.arange(len(seeds)) + 1.0) if relevance else None
         found = traverse(index, view, [index.code.get(encode_ref(s)) for s in seeds], depth=self.depth,
                          entity_hops=self.hops, max_candidates=self.max_candidates, weights=weights)
-        warnings += found.warnings
+        warnings += found.collapsed_warnings()  # as the trace shows them (collapse_warnings)
         ranked = self._rank(index, found, context) if relevance else self._upstream_order(found)
         added, records = self._hydrate(binding, index, view, found, ranked, evidence)
         trace = KnowledgeTrace(contributor="expand-relations", coverage="exact", coverage_basis=COVERAGE_BASIS,

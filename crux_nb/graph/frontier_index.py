@@ -1,0 +1,150 @@
+"""The traversal index of ``expand_relations``: every node's neighbour list (structural first, then
+persisted, in ``neighbors()`` order) as one CSR, and per (types, direction, fan-out) a cut of it
+(a :class:`View`) with what the vectorised traversal (:mod:`.frontier`) reads per entry: the row's
+owner, the hop cost of each entry under both entity-hop rules, the waypoints' specificity, and (built
+on first use) the transposed lists, entry ids grouped by peer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..refs import DocumentRef, ParentRef, decode_ref, encode_ref
+
+__all__ = ["TraversalIndex", "View", "KIND_CHUNK", "KIND_ENTITY", "KIND_OTHER", "STRUCTURAL_TYPES"]
+
+KIND_CHUNK, KIND_ENTITY, KIND_OTHER = 0, 1, 2
+STRUCTURAL_TYPES = ("hierarchy", "sequence")
+HOP_RULES = ("free", "counted")
+
+
+class TraversalIndex:
+    """Every node's neighbour list (structural, then persisted) as one CSR, built once per reader."""
+
+    def __init__(self, state, adjacency):
+        chunks, parents, docs = state.chunks, state.parents, state.documents
+        chunk_refs = chunks["ref"].tolist()
+        parent_refs = [encode_ref(ParentRef(s, p)) for s, p in zip(parents["source_id"], parents["parent_id"])]
+        doc_refs = [encode_ref(DocumentRef(s)) for s in docs["source_id"]]
+        refs = np.unique(np.asarray(list(adjacency.refs) + chunk_refs + parent_refs + doc_refs, dtype=object))
+        self.refs = refs
+        self.code = {r: i for i, r in enumerate(refs.tolist())}
+        n = len(refs)
+        prefix = pd.Series(refs, dtype=object).str.split(":", n=1).str[0].to_numpy()
+        self.kind = np.where(prefix == "chunk", KIND_CHUNK, np.where(prefix == "entity", KIND_ENTITY, KIND_OTHER))
+        self.kind = self.kind.astype(np.int8)
+        self.type_names = list(dict.fromkeys(list(adjacency.type_names) + list(STRUCTURAL_TYPES)))
+        tcode = {t: i for i, t in enumerate(self.type_names)}
+        self.chunk_code = np.array([self.code[r] for r in chunk_refs], dtype=np.int64)  # per chunk row
+        self.row_of_code = np.full(n, -1, dtype=np.int64)
+        self.row_of_code[self.chunk_code] = np.arange(len(chunk_refs))
+        # structural entries, each node's list in neighbors() order (sorted projection)
+        s_node, s_peer, s_type, s_dir, s_pos = [], [], [], [], []
+        structure = _structure(state)
+        for ref in chunk_refs + parent_refs + doc_refs:
+            decoded = decode_ref(ref)
+            projected = sorted(structure.project(decoded.kind, decoded.segments(), ref))
+            node = self.code[ref]
+            for pos, (_, peer, t, d) in enumerate(projected):
+                s_node.append(node)
+                s_peer.append(self.code[peer])
+                s_type.append(tcode[t])
+                s_dir.append(0 if d == "out" else 1)
+                s_pos.append(pos)
+        remap = np.array([self.code[r] for r in adjacency.refs], dtype=np.int64)
+        p_node = remap[np.repeat(np.arange(len(adjacency.refs)), np.diff(adjacency.indptr))] if len(remap) else \
+            np.zeros(0, dtype=np.int64)
+        p_peer = remap[adjacency.peer] if len(remap) else np.zeros(0, dtype=np.int64)
+        ptype_map = np.array([tcode[t] for t in adjacency.type_names], dtype=np.int32)
+        p_type = ptype_map[adjacency.etype] if len(ptype_map) else np.zeros(0, dtype=np.int32)
+        node = np.concatenate([np.asarray(s_node, dtype=np.int64), p_node])
+        section = np.concatenate([np.zeros(len(s_node), dtype=np.int8), np.ones(len(p_node), dtype=np.int8)])
+        pos = np.concatenate([np.asarray(s_pos, dtype=np.int64), np.arange(len(p_node), dtype=np.int64)])
+        order = np.lexsort((pos, section, node))
+        self.node = node[order]
+        self.peer = np.concatenate([np.asarray(s_peer, dtype=np.int64), p_peer])[order]
+        self.etype = np.concatenate([np.asarray(s_type, dtype=np.int32), p_type])[order]
+        self.direction = np.concatenate([np.asarray(s_dir, dtype=np.int8),
+                                         np.asarray(adjacency.direction, dtype=np.int8)])[order]
+        self.indptr = np.concatenate([[0], np.cumsum(np.bincount(self.node, minlength=n))]).astype(np.int64)
+        self._views: dict[tuple, View] = {}
+
+    def view(self, types: frozenset[str] | None, direction: int | None, fan_out: int) -> View:
+        """The neighbour lists cut by type, direction and the fan-out ceiling (cached per key)."""
+        key = (types, direction, fan_out)
+        cached = self._views.get(key)
+        if cached is None:
+            mask = np.ones(len(self.peer), dtype=bool)
+            if types is not None:
+                codes = [i for i, t in enumerate(self.type_names) if t in types]
+                mask &= np.isin(self.etype, np.asarray(codes, dtype=np.int32))
+            if direction is not None:
+                mask &= self.direction == direction
+            idx = np.flatnonzero(mask)
+            owner = self.node[idx]
+            counts = np.bincount(owner, minlength=len(self.refs))
+            starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+            rank = np.arange(len(idx)) - starts[owner]
+            keep = idx[rank < fan_out]
+            kept = np.minimum(counts, fan_out)
+            # specificity of a waypoint: 1 / distinct chunk neighbours (all of them, not only the first 64)
+            chunk_peer = self.kind[self.peer[idx]] == KIND_CHUNK
+            pairs = np.unique(owner[chunk_peer] * len(self.refs) + self.peer[idx][chunk_peer])
+            df = np.bincount(pairs // max(len(self.refs), 1), minlength=len(self.refs)).astype(float)
+            spec = np.where(self.kind == KIND_CHUNK, 1.0, 1.0 / np.maximum(df, 1.0))
+            peer, owner = self.peer[keep], self.node[keep]
+            entity = self.kind == KIND_ENTITY
+            cost = {"free": (~(entity[owner] | entity[peer])).astype(np.int8),
+                    "counted": (~(entity[peer] & ~entity[owner])).astype(np.int8)}
+            zero = {rule: np.bincount(owner[c == 0], minlength=len(self.refs)) > 0 for rule, c in cost.items()}
+            cached = self._views[key] = View(
+                indptr=np.concatenate([[0], np.cumsum(kept)]).astype(np.int64), peer=peer,
+                etype=self.etype[keep], truncated=counts >= fan_out, spec=spec, df=df, fan_out=fan_out,
+                owner=owner, cost=cost, zero_cost=zero, degree=kept.astype(np.int32))
+        return cached
+
+
+@dataclass(frozen=True)
+class View:
+    indptr: np.ndarray
+    peer: np.ndarray
+    etype: np.ndarray
+    truncated: np.ndarray  # a read of this node returns fan_out neighbours (the warning's condition)
+    spec: np.ndarray
+    df: np.ndarray
+    fan_out: int
+    owner: np.ndarray = None  # the row (node) of each entry
+    cost: dict = None  # hop rule -> per-entry hop cost (0 or 1)
+    zero_cost: dict = None  # hop rule -> per-node: its row has an entry of cost 0
+    degree: np.ndarray = None  # entries per row
+    _lazy: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def transposed(self) -> tuple[np.ndarray, np.ndarray]:
+        """(indptr over peers, entry ids): each node's incoming entries, ascending entry id (read order)."""
+        cached = self._lazy.get("transposed")
+        if cached is None:
+            order = np.argsort(self.peer, kind="stable")
+            counts = np.bincount(self.peer, minlength=len(self.truncated))
+            cached = self._lazy["transposed"] = (np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), order)
+        return cached
+
+    def warning_texts(self, refs: np.ndarray, codes: np.ndarray) -> list[str]:
+        """The fan-out warning of each node in ``codes`` (texts built once per node and view)."""
+        texts = self._lazy.get("warnings")
+        if texts is None:
+            texts = self._lazy["warnings"] = np.full(len(refs), None, dtype=object)
+        missing = codes[texts[codes] == None]  # noqa: E711 (element-wise)
+        if len(missing):
+            missing = np.unique(missing)
+            texts[missing] = [f"expand_relations truncated neighbors for {r} at {self.fan_out}."
+                              for r in refs[missing].tolist()]
+        return texts[codes].tolist()
+
+
+def _structure(state):
+    from .structure import StructureIndex
+
+    return StructureIndex(state.parents, state.chunks)
