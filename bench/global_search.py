@@ -74,7 +74,8 @@ from crux_nb.retrieval import global_search  # noqa: E402
 from _common import (OUT_DIR, Phases, load_average, machine_info, markdown_table,  # noqa: E402
                      peak_rss_mb, write_summary, write_text)
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+SHARED_DATA = next((p for p in (Path("/work/shared/data"), ROOT.parent / "shared" / "data") if p.is_dir()),
+                   ROOT.parent / "shared" / "data")
 BOOK_PATH = SHARED_DATA / "christmas-carol" / "a-christmas-carol.txt"
 QUESTIONS_PATH = Path(__file__).resolve().parent / "carol_global_questions.csv"
 MIN_QUESTIONS = 12
@@ -84,6 +85,8 @@ BUDGETS = (0.2, 0.3, 0.4, 0.5, 0.7, 1.0)  # cost/kept curve (full run only); 0.5
 #: the rule before this change, for the same-run baseline: rate level by level, descend at >= 50, no fallback,
 #: no budget, BM25-scaled ratings
 PREVIOUS = {"fallback": "none", "budget": None, "prior": "none"}
+#: the defaults before this branch (report-text prior); the rest of the step as now
+REPORT_PRIOR = {"prior": "reports"}
 SMALL_QUESTIONS = 3
 LIMIT = 10
 DETAILS = ("detailed", "overview")
@@ -280,6 +283,22 @@ def ask(kb: Any, model: Any, question: str, *, scan: str, detail: str, params: d
                log_chars=int(calls["input_chars"].sum()), reports=int(pre["reports"]),
                statements=[normalise(h.content) for h in hits], targets=[h.citation.finding_target for h in hits],
                communities=[h.citation.lineage.report_community_id for h in hits], ratings=ratings, truncated=truncated)
+
+
+def repacked(kb: Any, model: Any, question: str, detail: str) -> list[str]:
+    """Scan all's findings when its batches are packed in reverse (level, id) order: the same reports and the
+    same model, only the batch neighbours change (the offline map's BM25 idf is over its batch)."""
+    from crux_nb.retrieval.globalsearch.mapreduce import candidates, reduce
+    from crux_nb.retrieval.globalsearch.units import BATCH_BUDGET, resolve, select_detail
+
+    units = list(resolve(kb.communities, wait=True).units)
+    batches: list[list[Any]] = [[]]
+    for u in reversed(select_detail(units, detail)):
+        if batches[-1] and sum(x.chars for x in batches[-1]) + u.chars > BATCH_BUDGET:
+            batches.append([])
+        batches[-1].append(u)
+    cands = [c for b in batches if b for c in candidates(model.map_findings(question, [u.payload() for u in b]))]
+    return [normalise(h.content) for h in reduce(cands, units, namespace="x", limit=LIMIT)]
 
 
 def overlap(base: list[str], other: list[str]) -> float:
@@ -548,7 +567,7 @@ def calibration_table(pairs_by_rater: dict[str, list[Pair]], hs: dict[str, Hiera
                           align=["l", "l", "l", "l", "r", "r", "r"])
 
 
-def extra_sections(*, trees, summaries, gh, previous, bm25, curve, details) -> list[str]:
+def extra_sections(*, trees, summaries, gh, previous, bm25, curve, details, reports) -> list[str]:
     headers = ["tree", "setting", "detail", *COMPARE]
     rows = []
     for t, _, _ in trees:
@@ -556,11 +575,13 @@ def extra_sections(*, trees, summaries, gh, previous, bm25, curve, details) -> l
             rows.append([t, "default", *compare_cells(next(s for s in summaries[t] if s.detail == d))])
             rows.append([t, "previous rule", *compare_cells(summarise(previous[t], d))])
             rows.append([t, "default, bm25-scale rater", *compare_cells(summarise(bm25[t], d))])
+            rows.append([t, "default, prior='reports'", *compare_cells(summarise(reports[t], d))])
     lines = [
         "## Both trees, against the previous rule (same run)",
         "",
         "Default: `global_search(scan='adaptive')` with its defaults (best-first descent, threshold 50, budget 0.5, "
-        "fallback 'budget', prior 'reports', calibrated offline rater). Previous rule: "
+        "fallback 'budget', prior 'findings', calibrated offline rater); `prior='reports'` is the previous default "
+        "prior (BM25 of the question against the whole report). Previous rule: "
         f"`{PREVIOUS}` with `OfflineModel(rating='bm25')` (descend at >= 50, no fallback, no budget, BM25-scaled "
         "ratings). GraphRAG: the index in `graphrag-christmas-carol/` read with `crux_nb.io.read_graphrag` "
         "(LLM-written reports; a forest, its top-level communities are rated first).",
@@ -713,6 +734,9 @@ def run(*, small: bool, out_path: Path, sweep: bool) -> str:
                        ask(gkb, model, q.question, scan="adaptive", detail=d)) for q in questions for d in details]
     gsummaries = [summarise(gpairs, d) for d in details]
     trees = (("crux_nb", kb, pairs), ("graphrag", gkb, gpairs))
+    with phases("noise floor: scan all re-packed in reverse order"):
+        floor = [[t, d, f3(mean([overlap(p.all.statements, repacked(k, model, p.question.question, d))
+                                 for p in ps if p.detail == d]))] for t, k, ps in trees for d in details]
     with phases("previous rule and bm25-scale baselines (same run)"):
         previous = {t: [Pair(p.question, p.detail, p.all, ask(k, OfflineModel(rating="bm25"), p.question.question,
                                                                 scan="adaptive", detail=p.detail, params=PREVIOUS))
@@ -720,6 +744,9 @@ def run(*, small: bool, out_path: Path, sweep: bool) -> str:
         bm25 = {t: [Pair(p.question, p.detail, p.all, ask(k, OfflineModel(rating="bm25"), p.question.question,
                                                             scan="adaptive", detail=p.detail))
                     for p in ps] for t, k, ps in trees}
+        reports = {t: [Pair(p.question, p.detail, p.all, ask(k, model, p.question.question, scan="adaptive",
+                                                               detail=p.detail, params=REPORT_PRIOR))
+                       for p in ps] for t, k, ps in trees}
     curve: list[list[Any]] = []
     if sweep:
         with phases(f"budget curve: {len(BUDGETS)} budgets x 2 trees x {len(questions)} x {len(details)}"):
@@ -731,7 +758,14 @@ def run(*, small: bool, out_path: Path, sweep: bool) -> str:
                                  for p in ps if p.detail == d]
                         curve.append([t, budget, *compare_cells(summarise(swept, d))])
     extra = extra_sections(trees=trees, summaries={"crux_nb": summaries, "graphrag": gsummaries}, gh=gh,
-                           previous=previous, bm25=bm25, curve=curve, details=details)
+                           previous=previous, bm25=bm25, curve=curve, details=details, reports=reports)
+    extra += ["## Noise floor: scan all against itself", "",
+              "Scan all mapped again with its batches packed in reverse (level, id) order: the same reports, the "
+              "same offline model, only which reports share a batch changes. overlap@10 with the original scan all "
+              "is the most any selection can expect to keep, because the offline map scores a finding by BM25 with "
+              "idf over its batch's statements (an adaptive scan maps fewer, more relevant reports per batch, so "
+              "its idf differs more still).", "",
+              markdown_table(["tree", "detail", "overlap@10, scan all re-packed"], floor, align=["l", "l", "r"]), ""]
     s = kb.summary()
     kb_summary = f"{s['chunks']} chunks (chunk_size {kb.chunk_size}), {s['entities']} entities, {s['edges']} edges"
     text = build_report(label="small" if small else "full", pairs=pairs, summaries=summaries, h=h,

@@ -200,3 +200,42 @@ def test_the_best_rated_is_mapped_first_when_the_budget_allows_one():
 def test_guard_maps_one_report_even_past_a_tiny_budget():
     selected, trace, _ = descend(units(), Rater({"a": 10, "b": 10}), budget=1, fallback="budget")
     assert len(selected) == 1 and trace.spent_chars > trace.budget_chars == 1
+
+
+# ------------------------------------------------------------------ prior, first call, evidence-free fill
+def test_finding_prior_scores_a_report_by_its_best_finding():
+    from crux_nb.retrieval.globalsearch.descent import finding_prior, report_prior
+
+    def report(cid: str, statements: list[str]) -> Unit:
+        fs = tuple(Finding(f"{cid}:f{i}", s, ()) for i, s in enumerate(statements))
+        return Report(cid, 0, "root", f"title {cid}", "", fs, generation_id="g")
+
+    filler = [f"The {w} was cold and the street was dark and long." for w in ("night", "yard", "room", "door", "bell")]
+    long_one = report("long", ["Scrooge saw his lonely childhood at the old school."] + filler)
+    diffuse = report("diffuse", ["Scrooge walked home.", "The school bell rang.", "A childhood friend waved."])
+    other = report("other", ["The Cratchits ate a goose."])
+    query = "What does Scrooge see of his childhood at school?"
+    prior = finding_prior([long_one, diffuse, other], query)
+    assert prior == finding_prior([other, diffuse, long_one], query)  # input order does not matter
+    assert prior["long"] > prior["diffuse"] > prior["other"] == 0.0
+    assert report_prior([long_one, diffuse, other], query)["long"] < prior["long"]  # diluted by its other text
+
+
+def test_the_first_rating_call_stays_within_the_rating_budget():
+    rate = Rater({c: 90 for c in TREE})
+    one_rating = len("title a") + len("summary a")
+    budget = int(1.5 * one_rating / RATING_SHARE)  # room for one rating, not two
+    _, trace, cut = descend(units(), rate, budget=budget, fallback="none")
+    assert rate.calls[0] == ["a"]  # one community, not a full batch past the budget
+    assert trace.truncated and any("budget" in c["reason"] for c in cut)
+
+
+def test_budget_fill_skips_reports_without_evidence():
+    rate = Rater({c: 10 for c in TREE})
+    prior = {"a1": 5.0, "a2": 0.0, "b1": 0.0, "b2": 3.0}
+    selected, trace, _ = descend(units(), rate, budget=None, fallback="budget", prior=prior)
+    assert selected == {"a1", "b2"}  # a2 and b1: nothing of the question in them, and no rating passed
+    r = rows(trace)
+    assert "a2" not in r or not r["a2"].selected
+    none_prior, _, _ = descend(units(), Rater(rate.ratings), budget=None, fallback="budget", prior={})
+    assert none_prior == {"a1", "a2", "b1", "b2"}  # without a prior every report may be filled in

@@ -1,21 +1,24 @@
 """Adaptive descent: best-first over the community tree, with a fallback and a budget (DESIGN 4.2, 4.10).
 
 The descent rates communities in small batches, best first: an unrated community waits in a queue
-ordered by its parent's rating (the root counts as 100), then by a cheap lexical prior (BM25 of the
-query against the community's report, idf over every report of the tree: no model call), then by
-level and id. A community rated at or above ``threshold`` is *visited*: its children join the queue,
+ordered by its parent's rating (the root counts as 100), then by a cheap lexical prior (no model call; by default
+:func:`finding_prior`, the BM25 score of the report's best finding statement, idf over every statement
+of the tree), then by level and id. A community rated at or above ``threshold`` is *visited*: its children join the queue,
 and if it is one of the units the detail maps (leaves for ``detailed``, parents for ``overview``) it is
 *selected* for mapping. When every child of a visited community has been rated and none passed, the
 fallback decides (``"best"``: follow the best child anyway, by rating then prior; ``"next-level"``:
 GraphRAG's dynamic-selection rule, queue every grandchild; ``"none"``: stop there). If the descent
 ends with nothing selected, any fallback but ``"none"`` selects the best-rated (then best-prior)
-mappable unit, even past the budget, so an adaptive scan never comes back empty by accident.
+mappable unit, even past the budget, so an adaptive scan never comes back empty by accident. The
+``"budget"`` fallback then fills what is left of the budget by prior, skipping reports with a prior of 0
+that no rating passed (nothing of the question in their findings).
 
 ``budget`` caps the input characters of the whole adaptive run, rating and mapping together, in
 upstream's measure (a rating reads title + summary, a map reads title + summary + findings); the
 ``max_calls`` ceiling caps rating calls. Rating calls spend at most ``RATING_SHARE`` of the budget (the
-rest is kept for mapping), except the first call, which is always made (so a budget smaller than one
-rating call still gets a model-rated choice; the trace's ``spent_chars`` then exceeds ``budget_chars``). When either stops the descent, every community still queued
+rest is kept for mapping). The first call is always made but rates only as many communities as that
+share allows, at least one (so a budget smaller than one rating still gets a model-rated choice; the
+trace's ``spent_chars`` then exceeds ``budget_chars``). When either stops the descent, every community still queued
 is recorded as ``truncated`` and the truncation names the budget. Every rating, decision, prior and
 fallback choice is in the :class:`AdaptiveTrace`.
 """
@@ -89,6 +92,28 @@ def report_prior(units: list[Unit], query: str) -> dict[str, float]:
 
     docs = [terms(" ".join([u.title, u.summary, *(f.statement for f in u.findings)])) for u in units]
     return dict(zip((u.community_id for u in units), BM25(docs).scaled(terms(query)))) if units else {}
+
+
+def finding_prior(units: list[Unit], query: str) -> dict[str, float]:
+    """How a unit's best finding ranks for ``query``: the highest BM25 score, 0..100, of its finding statements
+    against the query, idf over every distinct statement of the tree (no model call).
+
+    A report is worth mapping for the findings it holds, not for its text on average: a long report with one
+    finding squarely on the question scores low on the whole text (BM25's length normalisation) but high here
+    (LazyGraphRAG's order, communities ranked by how their best chunks rank, with findings for chunks)."""
+    from ...models.text import BM25, terms
+
+    holders: dict[str, list[str]] = {}
+    for u in units:
+        for f in u.findings:
+            holders.setdefault(f.statement, []).append(u.community_id)
+    statements = sorted(holders)
+    prior = {u.community_id: 0.0 for u in units}
+    if statements:
+        for s, score in zip(statements, BM25([terms(s) for s in statements]).scaled(terms(query))):
+            for cid in holders[s]:
+                prior[cid] = max(prior[cid], score)
+    return prior
 
 
 @dataclass
@@ -194,8 +219,8 @@ def _next_batch(st: _State) -> list[tuple[Unit, bool]]:
         unit = st.queue[0][-1]
         cost = st.cost([u for u, _ in batch] + [unit])
         over = not st.fits(cost) or st.rating_budget is not None and st.rating_spent + cost > st.rating_budget
-        if over and st.calls > 0:  # the first call is always made: a descent that rates nothing is not adaptive
-            break
+        if over and (st.calls > 0 or batch):  # the first call always rates one: a descent that rates nothing is
+            break                             # not adaptive, and one that rates past its budget is not budgeted
         *_, flag, unit = heapq.heappop(st.queue)
         batch.append((unit, flag))
     if not batch:
@@ -273,6 +298,9 @@ def _fill(st: _State, units: list[Unit]) -> None:
         row = st.rows.get(unit.community_id)
         if row is not None and row.selected or not st.fits(unit.chars):
             continue
+        rated = row is not None and row.rating is not None and row.rating >= st.threshold
+        if st.prior and st.prior.get(unit.community_id, 0.0) <= 0 and not rated:
+            continue  # no evidence of relevance: nothing of the question in its findings, and not rated to pass
         st.spent += unit.chars
         st.record(unit, None if row is None else row.rating, "visited", fallback=True, selected=True)
 

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from .best_first import (BUDGET, FALLBACK, FALLBACKS, MAX_CALLS, THRESHOLD, AdaptiveTrace, Rating, budget_chars,
-                         descend, report_prior)
+                         descend, finding_prior, report_prior)
 from .units import BATCH_BUDGET, Unit
 
-__all__ = ["Batch", "pack", "prompt_id", "THRESHOLD", "MAX_CALLS", "BUDGET", "FALLBACK", "FALLBACKS", "AdaptiveTrace", "Rating",
-           "budget_chars", "descend", "report_prior"]
+__all__ = ["Batch", "pack", "prompt_id", "THRESHOLD", "MAX_CALLS", "BUDGET", "FALLBACK", "FALLBACKS", "AdaptiveTrace",
+           "Rating", "budget_chars", "descend", "finding_prior", "report_prior"]
 
 
 def prompt_id(task: str, index: int) -> str:

@@ -20,11 +20,14 @@ from ..base import Step, changed
 from ..trace import KnowledgeTrace
 from ..types import StepContext, StepInput, StepOutput
 from .descent import (BUDGET, FALLBACK, FALLBACKS, MAX_CALLS, THRESHOLD, AdaptiveTrace, Batch, budget_chars, descend,
-                      pack, prompt_id, report_prior)
+                      finding_prior, pack, prompt_id, report_prior)
 from .mapreduce import candidates, reduce
 from .units import Freshness, Unit, auto_detail, resolve, select_detail
 
 __all__ = ["GlobalSearchStep", "global_search", "Preflight"]
+
+PRIOR = "findings"
+PRIORS = ("findings", "reports", "none")
 
 NEEDS_COMMUNITIES = ("global_search() requires connected knowledge communities. Configure "
                      "crux_nb.knowledge_base(..., communities=crux_nb.communities(model=...)) and run it through "
@@ -80,7 +83,7 @@ class GlobalSearchStep(Step):
     max_calls: int = MAX_CALLS
     budget: float | int | None = BUDGET
     fallback: str = FALLBACK
-    prior: str = "reports"
+    prior: str = PRIOR
     id: str = "global-search"
     kind: str = "global-search"
     phase: tuple[str, str] = ("queries", "hits")
@@ -88,7 +91,7 @@ class GlobalSearchStep(Step):
     factory = "global_search"
     #: parameters beyond the core four, with their defaults; repr and to_dict() show them when changed
     DEFAULTS = {"threshold": THRESHOLD, "max_calls": MAX_CALLS, "budget": BUDGET, "fallback": FALLBACK,
-                "prior": "reports", "id": "global-search"}
+                "prior": PRIOR, "id": "global-search"}
 
     def __post_init__(self) -> None:
         owner = "global_search()"
@@ -108,7 +111,7 @@ class GlobalSearchStep(Step):
             raise ParameterError(owner, "budget", "None, a share of scan all's input in (0, 1] (float) or characters "
                                  "(int >= 1)", b)
         check_choice(owner, "fallback", self.fallback, FALLBACKS)
-        check_choice(owner, "prior", self.prior, ("reports", "none"))
+        check_choice(owner, "prior", self.prior, PRIORS)
 
     def config(self) -> dict[str, Any]:
         return {"model": self.model.name, "scan": self.scan, "detail": self.detail, "limit": self.limit,
@@ -130,7 +133,7 @@ class GlobalSearchStep(Step):
             chosen, adaptive, cut = descend(
                 units, rate, leaves=detail == "detailed", threshold=self.threshold, max_calls=self.max_calls,
                 budget=budget_chars(self.budget, available), fallback=self.fallback,
-                prior=report_prior(units, query) if self.prior == "reports" else {},
+                prior=_prior(self.prior, units, query),
                 rating_cost=lambda batch: len(canonical_json([query, [u.rating_payload() for u in batch]])))
             selected = [u for u in available if u.community_id in chosen]
             truncations = tuple(cut)
@@ -200,6 +203,12 @@ class GlobalSearchStep(Step):
             return run_calls(calls, log=log, executor=pool)  # outputs in batch order, whatever finishes first
 
 
+def _prior(name: str, units: list[Unit], query: str) -> dict[str, float]:
+    if name == "findings":
+        return finding_prior(units, query)
+    return report_prior(units, query) if name == "reports" else {}
+
+
 def _check_binding(context: StepContext) -> None:
     if context.communities is None:
         raise RetrievalRunError(NEEDS_COMMUNITIES, code="missing_communities")
@@ -227,7 +236,7 @@ def _admit(context: StepContext, preflight: Preflight, max_calls: int) -> None:
 def global_search(*, model: Any, scan: Literal["all", "adaptive"] = "all",
                   detail: Literal["auto", "overview", "detailed"] = "auto", limit: int = 20,
                   threshold: float = THRESHOLD, max_calls: int = MAX_CALLS, budget: float | int | None = BUDGET,
-                  fallback: str = FALLBACK, prior: str = "reports", id: str = "global-search") -> GlobalSearchStep:
+                  fallback: str = FALLBACK, prior: str = PRIOR, id: str = "global-search") -> GlobalSearchStep:
     """Map community reports to finding hits for a question about the whole corpus (or a view).
 
     Parameters
@@ -252,11 +261,13 @@ def global_search(*, model: Any, scan: Literal["all", "adaptive"] = "all",
         Adaptive: what happens when no child of a visited community passes. ``"best"`` follows the best
         child anyway; ``"next-level"`` is GraphRAG's rule (rate every grandchild); ``"budget"`` (default)
         does what ``"best"`` does, then spends what is left of the budget mapping the best remaining
-        reports (passed first, then by prior). Every fallback choice is marked in the trace; any fallback
-        but ``"none"`` maps at least one report, even past the budget.
-    prior : {"reports", "none"}
-        Adaptive: the cheap order among unrated communities, BM25 of the query against each report
-        (no model call), or none (level, then id).
+        reports (passed first, then by prior; a report with a prior of 0 that no rating passed is not
+        filled in). Every fallback choice is marked in the trace; any fallback but ``"none"`` maps at
+        least one report, even past the budget.
+    prior : {"findings", "reports", "none"}
+        Adaptive: the cheap order among unrated communities (no model call): ``"findings"`` (default), the
+        BM25 score of the report's best finding statement against the query; ``"reports"``, BM25 of the
+        query against the whole report; ``"none"`` (level, then id).
     id : str
         The step id in traces (default ``"global-search"``).
 
