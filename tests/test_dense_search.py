@@ -95,3 +95,17 @@ def test_dense_leg_ranks_by_exact_cosine_with_filters_and_a_cached_matrix():
         assert [str(h.ref) for h in hits] == [state.chunks["ref"][i] for i in expected]
         np.testing.assert_allclose([h.score for h in hits], cos[expected], atol=1e-5)
     assert chunk_matrix(kb.state, emb) is matrix  # built once for the state
+
+
+def test_single_thread_limit_is_restored_after_concurrent_products():
+    threadpoolctl = pytest.importorskip("threadpoolctl", reason="threadpoolctl is a core dependency; absent here")
+    from concurrent.futures import ThreadPoolExecutor
+
+    before = [i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
+    rng = np.random.default_rng(0)
+    matrix = rng.standard_normal((20_000, 32)).astype(np.float32)
+    unit = np.ones(32, dtype=np.float32) / np.sqrt(32)
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda _: cosine_scores(matrix, unit), range(16)))
+    assert all(np.array_equal(r, results[0]) for r in results)
+    assert [i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"] == before

@@ -23,6 +23,7 @@ SINGLE_THREAD_MIN = 1 << 16
 
 _BLAS: list[Any] = []  # [controller or None], filled on first use
 _LOCK = threading.Lock()
+_LIMIT: dict[str, Any] = {"depth": 0, "limiter": None}  # concurrent products share one limit, restored by the last
 
 
 def _blas():
@@ -60,5 +61,15 @@ def cosine_scores(matrix: np.ndarray, unit: np.ndarray) -> np.ndarray:
     blas = _blas()
     if blas is None:
         return np.einsum("ij,j->i", matrix, unit)
-    with blas.limit(limits=1):
+    with _LOCK:
+        if _LIMIT["depth"] == 0:
+            _LIMIT["limiter"] = blas.limit(limits=1)
+        _LIMIT["depth"] += 1
+    try:
         return np.dot(matrix, unit)
+    finally:
+        with _LOCK:
+            _LIMIT["depth"] -= 1
+            if _LIMIT["depth"] == 0:
+                _LIMIT["limiter"].restore_original_limits()
+                _LIMIT["limiter"] = None
