@@ -35,7 +35,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from crux_nb.retrieval import expand_relations, retrieve  # noqa: E402
+from crux_nb.embeddings import StaticEmbedder  # noqa: E402
+from crux_nb.retrieval import BM25Leg, DenseLeg, expand_relations, retrieve  # noqa: E402
 
 import _multihop as md  # noqa: E402
 from _common import OUT_DIR, load_average, machine_info, markdown_table, percentile, write_summary, write_text  # noqa: E402
@@ -59,6 +60,14 @@ CONFIGS = {
     DEFAULT: lambda: [retrieve(limit=3), expand_relations(limit=2)],
     "BM25(2)": lambda: [retrieve(limit=2)],
     "BM25(1) + expand(1) relevance": lambda: [retrieve(limit=1), expand_relations(limit=1)],
+}
+# a dense leg (StaticEmbedder) beside BM25, and query entity seeds from its embeddings (expand_relations(dense_entities=k))
+_HYBRID = lambda limit: retrieve(limit=limit, legs=(BM25Leg(), DenseLeg(StaticEmbedder())))  # noqa: E731
+DENSE_CONFIGS = {
+    "hybrid(5)": lambda: [_HYBRID(5)],
+    "hybrid(3) + expand(2) relevance": lambda: [_HYBRID(3), expand_relations(limit=2)],
+    "hybrid(3) + expand(2), dense entity seeds 1": lambda: [_HYBRID(3), expand_relations(limit=2, dense_entities=1)],
+    "hybrid(3) + expand(2), dense entity seeds 3": lambda: [_HYBRID(3), expand_relations(limit=2, dense_entities=3)],
 }
 SMALL_PASSAGES = 300
 
@@ -84,9 +93,12 @@ def mean(values):
     return sum(values) / len(values) if values else float("nan")
 
 
-def run(small: bool, out_path: Path | None = None) -> str:
+def run(small: bool, out_path: Path | None = None, samples: tuple[str, ...] | None = None,
+        dense: bool = False) -> str:
     rows, halves, summary, builds = [], [], [], []
-    samples = ("musique",) if small else md.SAMPLES
+    samples = samples or (("musique",) if small else md.SAMPLES)
+    if dense:
+        CONFIGS.update(DENSE_CONFIGS)
     for sample_name in samples:
         sample = md.load_sample(sample_name)
         passages, questions = sample.passages, list(sample.questions)
@@ -151,11 +163,14 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--small", action="store_true")
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--samples", nargs="+", choices=md.SAMPLES, help="only these samples")
+    parser.add_argument("--dense", action="store_true", help="also hybrid (BM25 + StaticEmbedder) configurations, "
+                        "with and without dense query entity seeds")
     args = parser.parse_args(argv)
     if not md.DATA.is_dir():
         print(f"multihop: shared data not found at {md.DATA}", file=sys.stderr)
         return 2
-    run(args.small, args.out)
+    run(args.small, args.out, tuple(args.samples) if args.samples else None, args.dense)
     return 0
 
 

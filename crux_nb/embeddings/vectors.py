@@ -24,7 +24,7 @@ from ..errors import CruxError, ParameterError
 from ..schema import coerce
 from .protocol import check_embedder, embed_texts
 
-__all__ = ["EmbeddingResult", "embed_chunks", "chunk_matrix", "DEFAULT_BATCH_SIZE"]
+__all__ = ["EmbeddingResult", "embed_chunks", "chunk_matrix", "entity_matrix", "DEFAULT_BATCH_SIZE"]
 
 DEFAULT_BATCH_SIZE = 256
 PROGRESS_THRESHOLD = 8  # batches
@@ -181,4 +181,29 @@ def chunk_matrix(state: Any, embedder: Any) -> np.ndarray:
     matrix = np.ascontiguousarray(matrix / np.where(norms > 0, norms, 1.0), dtype=np.float32)
     matrix.setflags(write=False)
     state.cache[key] = matrix
+    return matrix
+
+
+def entity_matrix(state: Any, embedder: Any) -> np.ndarray:
+    """L2-normalised ``float32`` vectors of the entities' canonical names, one row per ``state.entities`` row
+    (embedded once per state and embedder, in memory only; what ``expand_relations(dense_entities=...)`` reads).
+
+    >>> import crux_nb, pandas as pd
+    >>> from crux_nb.embeddings import FunctionEmbedder
+    >>> kb = crux_nb.knowledge_base(id="e")
+    >>> kb.add_text("a.md", "Ada met Alan.")
+    >>> kb.add_entities(pd.DataFrame({"entity_id": ["ada"], "canonical_name": ["Ada"]}))
+    >>> entity_matrix(kb.state, FunctionEmbedder(lambda ts: [[len(t), 0.0] for t in ts], dim=2)).tolist()
+    [[1.0, 0.0]]
+    """
+    key = ("entity-dense", embedder.fingerprint)
+    matrix = state.cache.get(key)
+    if matrix is None:
+        names = [n if isinstance(n, str) else "" for n in state.entities["canonical_name"].tolist()]
+        parts = [embed_texts(embedder, names[i:i + DEFAULT_BATCH_SIZE]) for i in range(0, len(names), DEFAULT_BATCH_SIZE)]
+        matrix = np.concatenate(parts) if parts else np.zeros((0, embedder.dim), dtype=np.float32)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        matrix = np.ascontiguousarray(matrix / np.where(norms > 0, norms, 1.0), dtype=np.float32)
+        matrix.setflags(write=False)
+        state.cache[key] = matrix
     return matrix

@@ -62,15 +62,68 @@ def hit_record(namespace: str, source_id: str, chunk_id: str, metadata: Mapping[
     return record
 
 
+def _kind(value: Any) -> int:
+    """0 str, 1 bool, 2 number, 3 None, -1 not a scalar (never matches): the classes :func:`same` keeps apart."""
+    if isinstance(value, bool):
+        return 1
+    if isinstance(value, str):
+        return 0
+    if value is None:
+        return 3
+    if isinstance(value, (int, float)) and is_scalar(value):
+        return 2
+    return -1
+
+
+class FieldCodes:
+    """One filter field over a state's chunks: a code per row (-1 = the field is missing or not scalar) and the
+    code of each (kind, value); equal numbers (``1``, ``1.0``) share a code, ``True`` and ``1`` do not."""
+
+    def __init__(self, values: Any):
+        self.code: dict[tuple[int, Any], int] = {}
+        rows = []
+        for value in values:
+            kind = value if value is _MISSING else _kind(value)
+            if kind is _MISSING or kind < 0:
+                rows.append(-1)
+                continue
+            rows.append(self.code.setdefault((kind, value), len(self.code)))
+        self.rows = np.asarray(rows, dtype=np.int64)
+
+    def mask(self, want: Any) -> np.ndarray:
+        code = self.code.get((_kind(want), want))
+        return np.zeros(len(self.rows), dtype=bool) if code is None else self.rows == code
+
+
+def _field_codes(state: Any, key: str) -> FieldCodes:
+    cache = state.cache.setdefault("filter_codes", {})
+    codes = cache.get(key)
+    if codes is None:
+        cols = state.lookup.columns
+        values = cols[key] if key in ("source_id", "chunk_id") else (m.get(key, _MISSING) for m in cols["metadata"])
+        codes = cache[key] = FieldCodes(values)
+    return codes
+
+
 def filter_mask(state: Any, namespace: str, filter: Mapping[str, Any] | None) -> np.ndarray:
-    """Boolean mask over ``state.chunks`` rows that pass ``filter``."""
-    cols = state.lookup.columns
-    n = len(cols["source_id"])
-    if not filter:
-        return np.ones(n, dtype=bool)
-    return np.fromiter((record_matches(hit_record(namespace, s, c, m), filter)
-                        for s, c, m in zip(cols["source_id"], cols["chunk_id"], cols["metadata"])),
-                       dtype=bool, count=n)
+    """Boolean mask over ``state.chunks`` rows that pass ``filter`` (as :func:`record_matches` on each row's
+    :func:`hit_record`), from per-field codes built once per state: one integer comparison per field."""
+    n = len(state.lookup.columns["source_id"])
+    mask = np.ones(n, dtype=bool)
+    for key, want in (filter or {}).items():
+        if key == "namespace":
+            if not same(namespace, want):
+                mask[:] = False
+        else:
+            mask &= _field_codes(state, key).mask(want)
+    return mask
+
+
+def members_mask(state: Any, members: Any) -> np.ndarray:
+    """Boolean mask over ``state.chunks`` rows whose source is one of ``members`` (a view's member sources)."""
+    codes = _field_codes(state, "source_id")
+    wanted = [c for c in (codes.code.get((0, m)) for m in members) if c is not None]
+    return np.isin(codes.rows, np.asarray(wanted, dtype=np.int64))
 
 
 BUILTIN_FIELDS = ("namespace", "source_id", "chunk_id")

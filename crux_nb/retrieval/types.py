@@ -148,3 +148,6 @@ class StepContext:
 #: ``context.extras`` key: a function giving the query's relevance per chunk row of the state (0..1, best = 1),
 #: left by ``retrieve`` and called only by a step that needs it
 CHUNK_RELEVANCE = "chunk_relevance"
+#: ``context.extras`` key: a function giving ``(embedder, the query's unit vector or None)`` of the run's first
+#: dense leg, left by ``retrieve`` when it has one (``expand_relations`` seeds entities near the query with it)
+QUERY_VECTOR = "query_vector"

@@ -14,7 +14,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import numpy as np
+
+from ...embeddings import cosine_scores, entity_matrix
 from ...refs import EntityRef
+from ..retriever.lexical import top_order
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -56,3 +60,18 @@ def match_entities(state: Any, query: str) -> list[EntityRef]:
     if index is None:
         index = state.cache["entity-names"] = EntityNameIndex(state.entities)
     return [EntityRef(e) for e in index.find(query)]
+
+
+def nearest_entities(state: Any, embedder: Any, unit: np.ndarray, k: int, *,
+                     exclude: list[EntityRef] = ()) -> list[EntityRef]:
+    """The ``k`` entities (not in ``exclude``) whose canonical names' vectors are nearest ``unit`` (cosine > 0),
+    nearest first; ties by entity order."""
+    matrix = entity_matrix(state, embedder)
+    if not len(matrix) or k <= 0:
+        return []
+    scores = cosine_scores(matrix, unit)
+    ids = state.entities["entity_id"].tolist()
+    skip = {ref.entity_id for ref in exclude}
+    keep = np.flatnonzero(scores > 0)
+    rows = top_order(scores[keep], keep, k + len(skip))
+    return [EntityRef(ids[i]) for i in rows.tolist() if ids[i] not in skip][:k]

@@ -16,7 +16,8 @@ breadth-first search, a generation at a time over CSR arrays), at most 64 neighb
   ``1/(60 + position) + 1/(60 + seed rank + 1)``.
 
 ``"query"`` seeds work (beyond upstream): entity names and aliases found in the query
-(case- and whitespace-normalised, longest match first) seed after the hits.
+(case- and whitespace-normalised, longest match first) seed after the hits; with ``dense_entities=k``
+and a dense leg in the run, the k entities whose name vectors are nearest the query's follow them.
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ from ...validation import check_int, check_name
 from ..base import Step, changed
 from ..retriever.lexical import RRF_K
 from ..trace import KnowledgeTrace
-from ..types import CHUNK_RELEVANCE, StepContext, StepInput, StepOutput
-from .entity_match import match_entities
+from ..types import CHUNK_RELEVANCE, QUERY_VECTOR, StepContext, StepInput, StepOutput
+from .entity_match import match_entities, nearest_entities
 
 __all__ = ["ExpandRelationsStep", "expand_relations", "Expansion", "ExpansionReason", "FAN_OUT", "MAX_CANDIDATES",
            "RRF_K", "RANKINGS", "RELEVANCE_KEY"]
@@ -90,13 +91,14 @@ class ExpandRelationsStep(Step):
     entity_hops: Literal["free", "counted"] | None = None  # None: the ranking's rule (counted / free)
     fan_out: int = FAN_OUT
     max_candidates: int = MAX_CANDIDATES
+    dense_entities: int = 0
     id: str = "expand-relations"
     kind: str = "custom"
     phase: tuple[str, str] = ("hits", "hits")
     factory = "expand_relations"
     #: parameters shown by repr and to_dict() only when changed
     DEFAULTS = {"ranking": "relevance", "entity_hops": None, "fan_out": FAN_OUT, "max_candidates": MAX_CANDIDATES,
-                "id": "expand-relations"}
+                "dense_entities": 0, "id": "expand-relations"}
 
     def __post_init__(self) -> None:
         owner = "expand_relations()"
@@ -124,6 +126,7 @@ class ExpandRelationsStep(Step):
             raise ParameterError(owner, "entity_hops", "'free' (upstream), 'counted' or None", self.entity_hops)
         object.__setattr__(self, "fan_out", check_int(owner, "fan_out", self.fan_out, minimum=1))
         object.__setattr__(self, "max_candidates", check_int(owner, "max_candidates", self.max_candidates, minimum=1))
+        object.__setattr__(self, "dense_entities", check_int(owner, "dense_entities", self.dense_entities, minimum=0))
         check_name(owner, "id", self.id)
 
     @property
@@ -177,7 +180,13 @@ class ExpandRelationsStep(Step):
         if "hits" in self.seeds:
             seeds += [ChunkRef(h.source.id, h.chunk_id) for h in evidence]
         if "query" in self.seeds:
-            seeds += match_entities(context.state, context.request.query)
+            named = match_entities(context.state, context.request.query)
+            seeds += named
+            vector = context.extras.get(QUERY_VECTOR) if isinstance(context.extras, dict) else None
+            if self.dense_entities and callable(vector):  # a dense leg ran: entities whose names are near the query
+                embedder, unit = vector()
+                if unit is not None:
+                    seeds += nearest_entities(context.state, embedder, unit, self.dense_entities, exclude=named)
         return seeds
 
     @staticmethod
@@ -241,7 +250,8 @@ def expand_relations(*, types: list[str] | None = None, direction: Literal["out"
                      depth: int = 1, limit: int = 20, seeds: tuple[str, ...] = SEED_KINDS,
                      ranking: Literal["relevance", "upstream"] = "relevance",
                      entity_hops: Literal["free", "counted"] | None = None, fan_out: int = FAN_OUT,
-                     max_candidates: int = MAX_CANDIDATES, id: str = "expand-relations") -> ExpandRelationsStep:
+                     max_candidates: int = MAX_CANDIDATES, dense_entities: int = 0,
+                     id: str = "expand-relations") -> ExpandRelationsStep:
     """Expand evidence hits through the graph (additive: incoming hits are kept in order, unchanged).
 
     Parameters
@@ -260,6 +270,10 @@ def expand_relations(*, types: list[str] | None = None, direction: Literal["out"
     fan_out, max_candidates
         The neighbours read per node (upstream: 64) and the candidates collected per run (512);
         each cut is a warning in the trace.
+    dense_entities
+        With ``"query"`` seeds and a dense leg in the ``retrieve`` step of the same run: also seed the
+        this many entities whose names' vectors (the leg's embedder) are nearest the query's, after
+        the entities named in the query (0, the default: names only; see bench/RESULTS.md).
     id
         The step's name in traces (two expansions in one recipe need distinct ids).
 
@@ -274,4 +288,4 @@ def expand_relations(*, types: list[str] | None = None, direction: Literal["out"
     """
     return ExpandRelationsStep(types=types, direction=direction, depth=depth, limit=limit, seeds=seeds,
                                ranking=ranking, entity_hops=entity_hops, fan_out=fan_out,
-                               max_candidates=max_candidates, id=id)
+                               max_candidates=max_candidates, dense_entities=dense_entities, id=id)

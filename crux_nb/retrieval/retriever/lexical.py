@@ -123,19 +123,26 @@ def fusion_depth(weights: list[float], top: int, *, k: int = RRF_K) -> int:
 def ranks_of(scores: np.ndarray, valid: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """The 1-based rank of each of ``rows`` in ``ranked`` order of the ``valid`` rows (0 where not valid).
 
-    Equal to ``list(ranked(...)).index(row) + 1`` without sorting the whole ranking.
+    Equal to ``list(ranked(...)).index(row) + 1`` without sorting the ranking: every valid score
+    is placed among the candidates' own distinct scores (a binary search into a short array), which
+    counts the scores above each candidate; equal scores keep row order, so the equal rows before a
+    candidate are counted too.
     """
-    values = np.sort(scores[valid])  # ascending
+    rows = np.asarray(rows, dtype=np.int64)
+    if not len(rows):
+        return np.zeros(0, dtype=np.int64)
+    where = np.flatnonzero(valid)
+    values = scores[where]
     own = scores[rows]
-    above = len(values) - np.searchsorted(values, own, side="right")
-    out = above + 1
-    ties = np.flatnonzero(np.searchsorted(values, own, side="right") - np.searchsorted(values, own, side="left") > 1)
-    if len(ties) > 8:  # many ties (BM25 on short texts): one full ordering is cheaper than a scan per tie
-        order = ranked(scores, valid)
-        position = np.zeros(len(scores), dtype=np.int64)
-        position[order] = np.arange(1, len(order) + 1)
-        return position[rows]
-    for i in ties.tolist():  # equal scores keep row order: count the equal rows before this one
-        out[i] += int(np.count_nonzero(valid[: rows[i]] & (scores[: rows[i]] == own[i])))
+    levels = np.unique(own)  # ascending, at most len(rows)
+    slot = np.searchsorted(levels, values, side="left")  # levels below each valid score
+    above = np.cumsum(np.bincount(slot, minlength=len(levels) + 1)[::-1])[::-1]  # above[j + 1]: scores > levels[j]
+    level = np.searchsorted(levels, own)
+    out = above[level + 1] + 1
+    equal = levels[np.minimum(slot, len(levels) - 1)] == values  # valid scores equal to some candidate's
+    if equal.any():  # count the equal rows before each candidate (ties keep row order)
+        n = len(scores)
+        keys = np.sort(slot[equal].astype(np.int64) * n + where[equal])
+        out += np.searchsorted(keys, level * n + rows) - np.searchsorted(keys, level * n)
     out[~valid[rows]] = 0
     return out

@@ -13,8 +13,8 @@ from ...graph.hydrate import chunk_hit
 from ...hits import Provenance, SourceScore
 from ...validation import check_int, check_name
 from ..base import Step, changed
-from ..filters import filter_mask, unknown_field_warnings
-from ..types import CHUNK_RELEVANCE, StepContext, StepInput, StepOutput
+from ..filters import filter_mask, members_mask, unknown_field_warnings
+from ..types import CHUNK_RELEVANCE, QUERY_VECTOR, StepContext, StepInput, StepOutput
 from .lexical import RRF_K, BM25Leg, Leg, fusion_depth, ranked, ranks_of, rrf, top_order
 
 __all__ = ["RetrieveStep", "retrieve"]
@@ -55,7 +55,7 @@ class RetrieveStep(Step):
             warnings += unknown_field_warnings(state, merged)
             mask = filter_mask(state, context.namespace, merged)
             if context.members is not None:
-                mask &= state.chunks["source_id"].isin(context.members).to_numpy()
+                mask &= members_mask(state, context.members)
             for leg in self.legs:
                 scores = leg.scores(state, planned.query)
                 groups.append((planned, leg, scores, mask))
@@ -69,6 +69,10 @@ class RetrieveStep(Step):
             # which a plain retrieve never needs
             n = len(state.chunks)
             context.extras[CHUNK_RELEVANCE] = lambda: _relevance(groups, n)
+            dense = next((leg for leg in self.legs if callable(getattr(leg, "query_unit", None))), None)
+            if dense is not None:  # the request's own query, as expand_relations' name matching uses
+                query = context.request.query
+                context.extras[QUERY_VECTOR] = lambda: (dense.embedder, dense.query_unit(query))
         for message in dict.fromkeys(warnings):  # kb.recipe().retrieve() returns hits only: say it out loud too
             _warnings.warn(message, UserWarning, stacklevel=2)
         return StepOutput(hits=tuple(hits), warnings=tuple(warnings))
