@@ -235,10 +235,11 @@ class KnowledgeBase(GraphExports, CommunityAccess):
         """Add or update entities: ``entity_id``, ``canonical_name``; optional ``type``, ``aliases``, ``description``."""
         self.commit(lambda s: with_entities(s, frame))
 
-    def extract_entities(self, model: Any = None, *, batch_chars: int = 12_000, progress: bool | None = None,
+    def extract_entities(self, model: Any = None, *, batch_chars: int | None = None, progress: bool | None = None,
                          executor: Any = None):
         """Extract entities and relations with ``model`` (offline by default) into ``mentions`` and
-        ``related`` edges; only new or changed sources are sent to the model."""
+        ``related`` edges; only new or changed sources are sent to the model. ``batch_chars``: chunk text
+        per call (default: the model's ``extract_batch_chars`` if it has one, else 12,000)."""
         from .extract import extract_entities
 
         return extract_entities(self, model, batch_chars=batch_chars, progress=progress, executor=executor)
