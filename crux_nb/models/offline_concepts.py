@@ -2,14 +2,14 @@
 
 A concept is a 2–3 word phrase of lowercase content words (no function words, no
 ``-ly`` adverbs, none of :data:`~crux_nb.models.text.CONCEPT_STOP`) that recurs in at
-least ``min_chunks`` chunks and is a **noun phrase**:
+least ``min_chunks`` chunks. In a long input (from ``SUPPORT_MIN_CHARS`` characters, where the
+evidence is there to see; a short note keeps every recurring phrase) it must also be a **noun
+compound**:
 
-* it is seen at least once right after a determiner, possessive or preposition (``the
-  launch plan``, ``after the load tests``); a phrase never seen there is a predicate
-  (``wide open``);
+* seen at least once right after a determiner, possessive or preposition (``the launch plan``,
+  ``after the load tests``); a phrase never seen there is a predicate (``wide open``);
 * its first word is not an ``-ing`` form (``shaking hands`` is a verb and its object);
-* in a long input (from ``SUPPORT_MIN_CHARS`` characters, where the evidence is there to
-  see) its first word is itself used as a noun somewhere -- it ends a noun phrase after a
+* its first word is itself used as a noun somewhere -- it ends a noun phrase after a
   determiner (``the launch is``) -- so adjective + noun descriptions (``plump sister``) are
   not concepts.
 
@@ -60,8 +60,8 @@ def recurring_concepts(texts, spans_by_chunk, min_chunks: int, limit: int, taken
                         seen[phrase].add(ci)
                         if i > 0 and words[i - 1].lower() in _NP_BEFORE:
                             noun_phrase.add(phrase)
-    ranked = sorted(((len(c), p) for p, c in seen.items() if len(c) >= min_chunks and p in noun_phrase
-                     and not p.split(" ")[0].endswith("ing") and (not long_input or p.split(" ")[0] in nouns)),
+    ranked = sorted(((len(c), p) for p, c in seen.items() if len(c) >= min_chunks and (not long_input or (
+                     p in noun_phrase and not p.split(" ")[0].endswith("ing") and p.split(" ")[0] in nouns))),
                     key=lambda x: (-x[0], -x[1].count(" "), x[1]))
     chosen: list[tuple[str, str]] = []
     for count, phrase in ranked:
