@@ -12,6 +12,22 @@ Runs ``kb.extract_entities`` through the public API with each extractor --
   ``bench/carol_entity_labels.csv`` (``ok`` / ``junk`` / ``duplicate``; sampled entities
   without a label are counted and reported, so a changed extractor cannot pass unread).
   Targets: recall >= 0.95, junk + duplicate share <= 10%.
+
+  **Labelling rules** (the labels are by hand, one row per ``extractor`` label -- ``rules v3`` is the
+  rule extractor of offline model version 3 -- and name; a new version is labelled afresh, by these
+  rules, with the earlier label of the same name followed where there is one):
+
+  - ``ok``: the entity names one specific referent or a named kind: a person or character (also by a
+    title or a capitalised role used as a name: ``Ghost``, ``Spirit``), place, organisation or
+    institution, event or festival, work, law, nationality, religion or group, named thing (a dance, an
+    apple variety), or an allusion. A wrongly folded alias does not change the label (split characters
+    are counted separately) -- the note says so.
+  - ``duplicate``: another entity of the same extraction names the same referent (``Tim Cratchit``
+    beside ``Tiny Tim``; ``Robert`` beside ``Bob Cratchit``).
+  - ``junk``: anything else -- function words, interjections, greetings, all-caps headings and
+    captions, fragments, common nouns or adjectives capitalised for emphasis or personification
+    (``Gain``, ``Parrot``), phrases of common words (``Cold Roast``), and concept phrases that are not
+    a term of the text (``former self``).
 * **the Python docs** (``pydoc_data.topics``, one source per topic): entities, and the
   share of chunks linked to the hub names ``None``, ``PEP``, ``Python``, ``AND``, ``AS``.
 * **the sample corpus** (``data/sample``): entities and mentions.
