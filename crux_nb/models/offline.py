@@ -91,6 +91,9 @@ class OfflineModel:
             (spaCy's small English NER, the optional ``nlp`` extra; see
             :mod:`crux_nb.models.offline_spacy`). Both clean and fold names the same way.
 
+    ``extract_batch_chars`` (a class constant) tells ``kb.extract_entities`` to send a whole source per
+    ``extract`` call: the rules weigh how each word is written across their input.
+
     ``fingerprint`` is a stable hash of the name, the version and these options (``rating`` only when
     it is not the default, so reports written before it existed keep their fingerprint; the spaCy and
     model versions for ``extractor="spacy"``).
