@@ -10,7 +10,8 @@ Runs ``kb.extract_entities`` through the public API with each extractor --
   (found as more than one entity); and the **junk / duplicate share** of a fixed sample of
   up to 100 extracted entities (every k-th by entity id), labelled by hand in
   ``bench/carol_entity_labels.csv`` (``ok`` / ``junk`` / ``duplicate``; sampled entities
-  without a label are counted and reported, so a changed extractor cannot pass unread).
+  without a label are counted and reported, and such a sample gets no verdict, so a changed extractor
+  cannot pass unread).
   Targets: recall >= 0.95, junk + duplicate share <= 10%.
 
   **Labelling rules** (the labels are by hand, one row per ``extractor`` label -- ``rules v3`` is the
@@ -170,9 +171,11 @@ def run(small: bool, label_names: bool = False) -> tuple[list[dict], str]:
                 rows.append({"measure": f"carol: {extractor} character recall", "ours": cs["recall"],
                              "target": "ours >= 0.95", "verdict": "pass" if cs["recall"] >= 0.95 else "miss"})
                 rows.append({"measure": f"carol: {extractor} split characters", "ours": len(cs["split"])})
-                ok = js["junk_share"] <= 0.10 and not js["unlabelled"]
+                # a sample with unlabelled names is not judged (its share counts only the labelled part)
+                judged = not js["unlabelled"]
                 rows.append({"measure": f"carol: {extractor} junk or duplicate share (labelled sample)",
-                             "ours": js["junk_share"], "target": "ours <= 0.1", "verdict": "pass" if ok else "miss"})
+                             "ours": js["junk_share"], "target": "ours <= 0.1" if judged else None,
+                             "verdict": ("pass" if js["junk_share"] <= 0.10 else "miss") if judged else "info"})
                 lines.append(f"  - missing characters: {cs['missing'] or 'none'}; split: {cs['split'] or 'none'}; "
                              f"sample {len(js['sampled'])}, labelled {js['n_labelled']}, "
                              f"unlabelled {len(js['unlabelled'])}")
