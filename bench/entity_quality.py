@@ -8,7 +8,7 @@ Runs ``kb.extract_entities`` through the public API with each extractor --
   **character recall** against the hand list ``bench/carol_characters.csv`` (a character
   is found when an entity's name or alias is one of its forms); **split characters**
   (found as more than one entity); and the **junk / duplicate share** of a fixed sample of
-  up to 100 extracted entities (every k-th by entity id), labelled by hand in
+  up to 100 extracted entities (every k-th in name order), labelled by hand in
   ``bench/carol_entity_labels.csv`` (``ok`` / ``junk`` / ``duplicate``; sampled entities
   without a label are counted and reported, and such a sample gets no verdict, so a changed extractor
   cannot pass unread).
