@@ -8,10 +8,27 @@ Runs ``kb.extract_entities`` through the public API with each extractor --
   **character recall** against the hand list ``bench/carol_characters.csv`` (a character
   is found when an entity's name or alias is one of its forms); **split characters**
   (found as more than one entity); and the **junk / duplicate share** of a fixed sample of
-  up to 100 extracted entities (every k-th by entity id), labelled by hand in
+  up to 100 extracted entities (every k-th in name order), labelled by hand in
   ``bench/carol_entity_labels.csv`` (``ok`` / ``junk`` / ``duplicate``; sampled entities
-  without a label are counted and reported, so a changed extractor cannot pass unread).
+  without a label are counted and reported, and such a sample gets no verdict, so a changed extractor
+  cannot pass unread).
   Targets: recall >= 0.95, junk + duplicate share <= 10%.
+
+  **Labelling rules** (the labels are by hand, one row per ``extractor`` label -- ``rules v3`` is the
+  rule extractor of offline model version 3 -- and name; a new version is labelled afresh, by these
+  rules, with the earlier label of the same name followed where there is one):
+
+  - ``ok``: the entity names one specific referent or a named kind: a person or character (also by a
+    title or a capitalised role used as a name: ``Ghost``, ``Spirit``), place, organisation or
+    institution, event or festival, work, law, nationality, religion or group, named thing (a dance, an
+    apple variety), or an allusion. A wrongly folded alias does not change the label (split characters
+    are counted separately) -- the note says so.
+  - ``duplicate``: another entity of the same extraction names the same referent (``Tim Cratchit``
+    beside ``Tiny Tim``; ``Robert`` beside ``Bob Cratchit``).
+  - ``junk``: anything else -- function words, interjections, greetings, all-caps headings and
+    captions, fragments, common nouns or adjectives capitalised for emphasis or personification
+    (``Gain``, ``Parrot``), phrases of common words (``Cold Roast``), and concept phrases that are not
+    a term of the text (``former self``).
 * **the Python docs** (``pydoc_data.topics``, one source per topic): entities, and the
   share of chunks linked to the hub names ``None``, ``PEP``, ``Python``, ``AND``, ``AS``.
 * **the sample corpus** (``data/sample``): entities and mentions.
@@ -154,9 +171,11 @@ def run(small: bool, label_names: bool = False) -> tuple[list[dict], str]:
                 rows.append({"measure": f"carol: {extractor} character recall", "ours": cs["recall"],
                              "target": "ours >= 0.95", "verdict": "pass" if cs["recall"] >= 0.95 else "miss"})
                 rows.append({"measure": f"carol: {extractor} split characters", "ours": len(cs["split"])})
-                ok = js["junk_share"] <= 0.10 and not js["unlabelled"]
+                # a sample with unlabelled names is not judged (its share counts only the labelled part)
+                judged = not js["unlabelled"]
                 rows.append({"measure": f"carol: {extractor} junk or duplicate share (labelled sample)",
-                             "ours": js["junk_share"], "target": "ours <= 0.1", "verdict": "pass" if ok else "miss"})
+                             "ours": js["junk_share"], "target": "ours <= 0.1" if judged else None,
+                             "verdict": ("pass" if js["junk_share"] <= 0.10 else "miss") if judged else "info"})
                 lines.append(f"  - missing characters: {cs['missing'] or 'none'}; split: {cs['split'] or 'none'}; "
                              f"sample {len(js['sampled'])}, labelled {js['n_labelled']}, "
                              f"unlabelled {len(js['unlabelled'])}")

@@ -262,10 +262,11 @@ class KnowledgeBase(GraphExports, CommunityAccess, Saving):
         """
         self.commit(lambda s: with_entities(s, frame))
 
-    def extract_entities(self, model: Any = None, *, batch_chars: int = 12_000, progress: bool | None = None,
+    def extract_entities(self, model: Any = None, *, batch_chars: int | None = None, progress: bool | None = None,
                          executor: Any = None):
         """Extract entities and relations with ``model`` (offline by default) into ``mentions`` and
-        ``related`` edges; only new or changed sources are sent to the model.
+        ``related`` edges; only new or changed sources are sent to the model. ``batch_chars``: chunk text
+        per call (default: the model's ``extract_batch_chars`` if it has one, else 12,000).
 
         >>> import crux_nb
         >>> kb = crux_nb.knowledge_base(id="docs")

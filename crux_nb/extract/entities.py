@@ -75,12 +75,15 @@ def _progress(total: int, enabled: bool | None):
     return tqdm(total=total, desc="extracting entities", unit="call", disable=not show)
 
 
-def extract_entities(kb: Any, model: Any = None, *, batch_chars: int = DEFAULT_BATCH_CHARS,
+def extract_entities(kb: Any, model: Any = None, *, batch_chars: int | None = None,
                      progress: bool | None = None, executor: Any = None) -> ExtractionResult:
     """Add ``mentions`` (chunk → entity) and ``related`` (entity ↔ entity) edges with chunk evidence.
 
     ``model`` defaults to the offline model; ``progress`` shows a bar (default: when 10 or more calls are due).
     ``executor`` may be a ``concurrent.futures`` executor (or a Dask client) to run the calls concurrently.
+    ``batch_chars`` (chunk text per call) defaults to the model's ``extract_batch_chars`` when it declares
+    one (the offline model reads a whole source at once: its rules use the source's word statistics), else
+    ``DEFAULT_BATCH_CHARS``.
     """
     from ..models import CallLog, OfflineModel, check_model
     from ..models.remote import run_calls
@@ -88,6 +91,8 @@ def extract_entities(kb: Any, model: Any = None, *, batch_chars: int = DEFAULT_B
 
     model = OfflineModel() if model is None else model
     check_model(model)
+    if batch_chars is None:
+        batch_chars = getattr(model, "extract_batch_chars", None) or DEFAULT_BATCH_CHARS
     batch_chars = check_int("extract_entities()", "batch_chars", batch_chars, minimum=1)
     state = kb.state
     fingerprint = model.fingerprint

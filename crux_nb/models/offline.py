@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -52,7 +52,10 @@ from .validation import REPORT_LIMITS
 
 __all__ = ["OfflineModel", "OFFLINE_MODEL_VERSION"]
 
-OFFLINE_MODEL_VERSION = "2"  # 2: cleaner entity graph (offline_names)
+OFFLINE_MODEL_VERSION = "3"  # 2: cleaner entity graph (offline_names); 3: whole sources, common nouns, concepts
+#: Chunk text per ``extract`` call that ``kb.extract_entities`` uses for this model by default: a whole source
+#: (the rules count how a word is written across the input, so a larger input is better evidence).
+EXTRACT_BATCH_CHARS = 2_000_000
 EXTRACTORS = ("rules", "spacy")
 _CLAUSE_END = re.compile(r"[;:,—]\s|--")
 
@@ -88,6 +91,9 @@ class OfflineModel:
             (spaCy's small English NER, the optional ``nlp`` extra; see
             :mod:`crux_nb.models.offline_spacy`). Both clean and fold names the same way.
 
+    ``extract_batch_chars`` (a class constant) tells ``kb.extract_entities`` to send a whole source per
+    ``extract`` call: the rules weigh how each word is written across their input.
+
     ``fingerprint`` is a stable hash of the name, the version and these options (``rating`` only when
     it is not the default, so reports written before it existed keep their fingerprint; the spaCy and
     model versions for ``extractor="spacy"``).
@@ -115,6 +121,7 @@ class OfflineModel:
     rating: str = "calibrated"
     extractor: str = "rules"
     fingerprint: str = field(init=False)
+    extract_batch_chars: ClassVar[int] = EXTRACT_BATCH_CHARS
 
     def __post_init__(self) -> None:
         owner = "OfflineModel"

@@ -11,8 +11,9 @@ No model, no randomness. Candidates are:
    starter or appears in lowercase elsewhere in the input; an ambiguous single word is
    kept only when the name occurs unambiguously elsewhere; headings and all-caps lines
    only confirm names found elsewhere. Ticket-like codes (``INC-2041``) always count.
-3. **Recurring noun phrases** (optional): lowercase 2–3 word phrases of content words
-   recurring in at least ``concept_min_chunks`` chunks (type ``concept``).
+3. **Recurring noun phrases** (optional): lowercase 2–3 word noun phrases of content words
+   recurring in at least ``concept_min_chunks`` chunks (type ``concept``; see
+   :mod:`crux_nb.models.offline_concepts`).
 
 Names are normalised (trimmed, whitespace collapsed); case variants and possessives
 fold into one entity; a lone first name or surname folds into the only full name in
@@ -33,12 +34,10 @@ from .text import (
     CALENDAR_WORDS as _CALENDAR_WORDS,
 )
 from .text import (
-    CONCEPT_STOP as _CONCEPT_STOP,
-)
-from .text import (
     CONNECTORS as _CONNECTORS,
 )
-from .offline_names import FUNCTION_WORDS, clean_occurrences, fold_names
+from .offline_concepts import recurring_concepts as _concepts
+from .offline_names import clean_occurrences, determiner_counts, fold_names
 from .text import (
     ENTITY_STOP,
     STOP_WORDS,
@@ -62,10 +61,10 @@ _VERSION = re.compile(r"^v?\d+(?:\.\d+)*[a-z]?$", re.I)
 _VERSION_TAIL = re.compile(r"^(?:v\d+(?:\.\d+)*|\d+(?:\.\d+)+)[a-z]?$")  # "v2", "3.0" (not "13")
 _HYPHEN_TAIL = re.compile(r"-[a-z][\w-]*$")  # "Traders-sized" -> "Traders"
 _POSSESSIVE = re.compile(r"(?:['’]s|s['’]|['’])$")
+_POSSESSIVE_END = re.compile(r"(?:['’]s|['’])$")  # "Scrooge's" -> "Scrooge", "Grocers'" -> "Grocers"
 _CONTRACTION = re.compile(r"['’](?:ll|d|m|ve|re|t)$", re.I)
 _QUOTE_GAP = re.compile(r"[\"“”«»:—(\[]|--|\*\*|__|(?:^|\s)['‘]")
 _LOWER_WORD = re.compile(r"\b[a-z][a-z’'-]*\b")
-_CONCEPT_WORD = re.compile(r"^[a-z][a-z-]{2,}$")
 _CODE = re.compile(r"^[A-Z]{2,}-?\d+[A-Za-z0-9-]*$")  # ticket-like ids: INC-2041, DEC-017
 _APPOSITIVE = re.compile(r",\s+(?:a|an|the)\s+[a-z]")  # "Belle, a comely matron": a definition
 _ACRONYM = re.compile(r"^(?:[A-Z]{2,}\d*|[A-Z][a-z]+[A-Z][A-Za-z]*)$")  # API, SLA2, PostgreSQL
@@ -172,7 +171,7 @@ def _pieces(run: list[_Tok]) -> list[tuple[list[_Tok], bool]]:
 def _name(text: str, toks: list[_Tok]) -> str:
     raw = text[toks[0].start:toks[-1].end]
     if _POSSESSIVE.search(toks[-1].text):
-        raw = _POSSESSIVE.sub("", raw)
+        raw = _POSSESSIVE_END.sub("", raw)
     if len(toks) > 1 or toks[0].text[:1].isupper():
         raw = _HYPHEN_TAIL.sub("", raw) or raw
     return normalize_ws(raw)
@@ -276,7 +275,8 @@ def extract_entities(chunks: Sequence[dict[str, Any]], *, concepts: bool = True,
             occurrences.extend((ci, sub, pos) for sub in _known_parts_of(name, known))
     mid_counts = Counter(n for _c, n, _p in sure)
     occurrences = clean_occurrences(occurrences, raw=raw, lower_counts=lower_counts, mid_counts=mid_counts,
-                                    defined=defined, key=_key, n_chars=sum(len(t) for _c, t in texts))
+                                    defined=defined, key=_key, n_chars=sum(len(t) for _c, t in texts),
+                                    determined=determiner_counts([t for _c, t in texts], occurrences, _key))
     # group case variants; canonical = not all-caps, then most frequent, then smallest
     variants: dict[str, Counter] = defaultdict(Counter)
     for _ci, name, _pos in occurrences:
@@ -318,29 +318,6 @@ def _known_parts_of(name: str, known: set[str]) -> list[str]:
         else:
             i += 1
     return found
-
-
-def _concepts(texts, spans_by_chunk, min_chunks: int, limit: int, taken: set[str]) -> list[tuple[str, str]]:
-    seen: dict[str, set[int]] = defaultdict(set)
-    for ci in range(len(texts)):
-        for span in spans_by_chunk[ci]:
-            words = re.findall(r"[^\W\d_][\w'’-]*|[^\w\s]", span.text)
-            for size in (3, 2):
-                for i in range(len(words) - size + 1):
-                    gram = words[i:i + size]
-                    if all(_CONCEPT_WORD.match(w) and w not in FUNCTION_WORDS
-                           and w not in _CONCEPT_STOP and not w.endswith("ly") for w in gram):
-                        seen[" ".join(gram)].add(ci)
-    ranked = sorted(((len(c), p) for p, c in seen.items() if len(c) >= min_chunks),
-                    key=lambda x: (-x[0], -x[1].count(" "), x[1]))
-    chosen: list[tuple[str, str]] = []
-    for count, phrase in ranked:
-        if phrase in taken or any(phrase in c and count <= len(seen[c]) for _k, c in chosen):
-            continue
-        chosen.append((phrase, phrase))
-        if len(chosen) >= limit:
-            break
-    return chosen
 
 
 def _pattern(name: str) -> re.Pattern[str]:

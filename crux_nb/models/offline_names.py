@@ -10,9 +10,17 @@ statistics of the input:
   as ``API`` or ``PEP`` never occur in lowercase, so they stay);
 * **capitalised common words** (``Will``, ``Catch``): a one-word name seen in lowercase at
   least as often as capitalised mid-sentence;
+* **capitalised common nouns** (``the Feast``, ``the Future``, ``the Grocers``): a one-word name that
+  follows a determiner or possessive (``the``, ``a``, ``his``…) in at least half of its occurrences and
+  is also written in lowercase in the input (itself or its singular) -- a noun capitalised for emphasis
+  or personification, not a name (a name after ``the`` that is never lowercase, ``the Thames``, stays,
+  unless the input is long, from ``SUPPORT_MIN_CHARS``, and the word is never used without one in two or
+  more occurrences: ``the Parrot``, ``its mighty Founder``);
 * **stutters and fragments** (``Scro-o-o-oge`` → ``Scro``), and **minimum support**: a
   one-word name needs two occurrences, unless it is an acronym, a code, or introduced by
-  a definition (``Belle, a comely matron``: a sentence-initial name and an appositive).
+  a definition (``Belle, a comely matron``: a sentence-initial name and an appositive); so
+  does a longer name made of common words or whose last word is a common word (``the
+  Unseen Eyes``, ``Christmas Time``; ``Camden Town`` twice is a name).
 
 :func:`fold_names` folds variants of one name into the most frequent form, with the
 others as aliases: honorifics (``Mr. Scrooge`` → ``Scrooge``; a woman's title only before
@@ -29,13 +37,17 @@ from collections import Counter, defaultdict
 
 from .text import CONNECTORS, INTERJECTIONS, SENTENCE_STARTERS, STOP_WORDS, TITLES
 
-__all__ = ["FUNCTION_WORDS", "clean_occurrences", "fold_names", "is_acronym"]
+__all__ = ["DETERMINERS", "FUNCTION_WORDS", "clean_occurrences", "determiner_counts", "fold_names", "is_acronym"]
 
 #: Words that are never a one-word name (lowercase).
 FUNCTION_WORDS = STOP_WORDS | SENTENCE_STARTERS | INTERJECTIONS | frozenset(
     "never ever always none nor neither whatever whoever whichever wherever however whereat whereupon "
     "therefore thereupon hence thence indeed yes no ok okay sure true false".split()
 )
+#: Words that make what follows a common noun phrase (lowercase).
+DETERMINERS = frozenset("the a an this that these those his her its my our your their thy each every no some any "
+                        "another such".split())
+_WORD_BEFORE = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
 _MALE_TITLES = frozenset("mr master sir dr prof professor capt captain".split())
 _FEMALE_TITLES = frozenset("mrs miss ms madam".split())
 _STUTTER = re.compile(r"(?:-[^\W\d_]){2,}")  # "Scro-o-o-oge": one-letter pieces
@@ -57,20 +69,48 @@ def _shouted(name: str, lower_counts: Counter) -> bool:
 
 
 def _common_words(name: str, lower_counts: Counter) -> bool:
-    """Every word also occurs in lowercase (``Cold Roast``, ``Every One``): weak evidence of a name."""
+    """Every word also occurs in lowercase (``Every One``): weak evidence of a name."""
     return all(lower_counts[w.lower()] > 0 or w.lower() in FUNCTION_WORDS for w in name.split(" "))
+
+
+def determiner_counts(texts: list[str], occurrences: list[tuple[int, str, int]], key) -> Counter:
+    """Per name key, the occurrences ``(chunk, name, position)`` right after a determiner, or after a determiner
+    and one lowercase word (``the Feast``, ``its mighty Founder``)."""
+    out: Counter = Counter()
+    for ci, name, pos in occurrences:
+        before = texts[ci][max(0, pos - 60):pos]
+        if "\n\n" in before:
+            before = before.rsplit("\n\n", 1)[1]
+        words = _WORD_BEFORE.findall(before)[-2:]
+        if (words and not before.rstrip().endswith(tuple(",;:.!?\"'“”‘’()-—")) and (
+                words[-1].lower() in DETERMINERS or (len(words) == 2 and words[-1].islower()
+                                                     and words[0].lower() in DETERMINERS))):
+            out[key(name)] += 1
+    return out
+
+
+def _lowercase_attested(word: str, lower_counts: Counter) -> bool:
+    low = word.lower()
+    return lower_counts[low] > 0 or (len(low) > 3 and low.endswith("s") and lower_counts[low[:-1]] > 0)
 
 
 def clean_occurrences(occurrences: list[tuple[int, str, int]], *, raw: dict[tuple[int, int], str],
                       lower_counts: Counter, mid_counts: Counter, defined: set[str], key,
-                      n_chars: int) -> list[tuple[int, str, int]]:
+                      n_chars: int, determined: Counter | None = None) -> list[tuple[int, str, int]]:
     """Occurrences ``(chunk, name, position)`` that name something (see the module docs).
 
     ``raw`` maps ``(chunk, position)`` to the candidate's source text (to spot stutters), ``lower_counts``
     counts lowercase words, ``mid_counts`` capitalised mid-sentence occurrences of a word,
     ``defined`` the keys of names introduced by a definition, ``key`` the grouping key and
-    ``n_chars`` the input's length (minimum support applies from ``SUPPORT_MIN_CHARS``).
+    ``n_chars`` the input's length (minimum support applies from ``SUPPORT_MIN_CHARS``) and ``determined``
+    the :func:`determiner_counts` of ``occurrences`` (capitalised common nouns; none dropped without it).
     """
+    determined = determined or Counter()
+    totals = Counter(key(n) for _c, n, _p in occurrences if not n.isupper())
+    long_input = n_chars >= SUPPORT_MIN_CHARS
+    nominal = {k for k, total in totals.items() if " " not in k and k not in defined and (
+        (2 * determined[k] >= total and _lowercase_attested(k, lower_counts))  # "the Feast": a common noun
+        or (long_input and determined[k] == total >= 2))}  # "the Parrot", "its mighty Founder": never bare
     normal_keys = {key(n) for _c, n, _p in occurrences if not n.isupper()}
     kept = []
     for ci, name, pos in occurrences:
@@ -90,8 +130,10 @@ def clean_occurrences(occurrences: list[tuple[int, str, int]], *, raw: dict[tupl
         if (len(words) == 1 and not name.isupper() and key(name) not in defined
                 and lower_counts[low] >= max(1, mid_counts[name])):
             continue
+        if len(words) == 1 and key(name) in nominal:
+            continue
         kept.append((ci, name, pos))
-    need = MIN_SUPPORT if n_chars >= SUPPORT_MIN_CHARS else 1
+    need = MIN_SUPPORT if long_input else 1
     support = Counter(key(n) for _c, n, _p in kept)
     for _c, n, _p in kept:  # a full name supports its given name and surname ("Marcus", "Chen" of "Marcus Chen")
         core = [w for w in n.split(" ") if not _title(w)]
@@ -99,7 +141,8 @@ def clean_occurrences(occurrences: list[tuple[int, str, int]], *, raw: dict[tupl
             support[key(core[0])] += 1
             support[key(core[-1])] += 1
     return [(ci, n, p) for ci, n, p in kept
-            if (" " in n and not _common_words(n, lower_counts)) or support[key(n)] >= need or key(n) in defined or _CODE.match(n)
+            if (" " in n and not _common_words(n, lower_counts) and not lower_counts[n.split(" ")[-1].lower()])
+            or support[key(n)] >= need or key(n) in defined or _CODE.match(n)
             or is_acronym(n, lower_counts)]
 
 

@@ -8,7 +8,9 @@ the same folding of variants (:mod:`crux_nb.models.offline_names`) and the same
 mention and ``related`` assembly as the rule extractor. The parser and lemmatizer
 are disabled (NER does not need them); inference on CPU is deterministic, so the
 same input gives the same output, and the model's version is part of the
-fingerprint (caches keyed by it are invalidated when spaCy's model changes).
+fingerprint (caches keyed by it are invalidated when spaCy's model changes). A title just before a
+person (``Mrs. Cratchit``: spaCy tags ``Cratchit``) joins the name, so the folding can tell a wife from
+her husband; a tag spanning an exclamation (``Dick! Chirrup``) is a fragment.
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ from typing import Any
 
 from ..errors import ModelError
 from .offline_extract import _LOWER_WORD, _assemble, _key
-from .offline_names import FUNCTION_WORDS, clean_occurrences, fold_names
-from .text import normalize_ws, sentence_spans
+from .offline_names import FUNCTION_WORDS, clean_occurrences, determiner_counts, fold_names
+from .text import TITLES, normalize_ws, sentence_spans
 
 __all__ = ["spacy_extract", "spacy_version", "SPACY_LABELS"]
 
@@ -73,13 +75,18 @@ def spacy_extract(chunks: list[dict[str, Any]]) -> dict[str, Any]:
         for ent in doc.ents:
             if ent.label_ not in SPACY_LABELS:
                 continue
-            name = _clean_name(ent.text)
-            if len(name) < 2 or not name[:1].isalnum() or name.lower() in FUNCTION_WORDS:
+            start = ent.start_char
+            before = doc[ent.start - 1] if ent.start > 0 else None
+            if before is not None and before.text.rstrip(".").lower() in TITLES and ent.label_ == "PERSON":
+                start = before.idx  # "Mrs. Cratchit": spaCy tags the surname, the title tells who
+            name = _clean_name(doc.text[start:ent.end_char])
+            if len(name) < 2 or not name[:1].isalnum() or name.lower() in FUNCTION_WORDS or "!" in name:
                 continue
-            occurrences.append((ci, name, ent.start_char))
+            occurrences.append((ci, name, start))
             types[_key(name)][SPACY_LABELS[ent.label_]] += 1
     occurrences = clean_occurrences(occurrences, raw={}, lower_counts=lower_counts, mid_counts=Counter(
-        n for _c, n, _p in occurrences), defined=set(), key=_key, n_chars=sum(len(t) for _c, t in texts))
+        n for _c, n, _p in occurrences), defined=set(), key=_key, n_chars=sum(len(t) for _c, t in texts),
+        determined=determiner_counts([t for _c, t in texts], occurrences, _key))
     variants: dict[str, Counter] = defaultdict(Counter)
     for _ci, name, _pos in occurrences:
         variants[_key(name)][name] += 1

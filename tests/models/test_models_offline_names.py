@@ -90,3 +90,62 @@ def test_spacy_extractor_through_the_knowledge_base(spacy_model):
     again = kb.extract_entities(spacy_model, progress=False)
     assert first.calls >= 1 and again.calls == 0  # cached under the spaCy model's fingerprint
     assert len(kb.entities) > 0
+
+
+# ---- v3: capitalised common nouns, one-off common-headed names, noun-phrase concepts, whole sources ----
+FILLER = "The clerk wrote in the ledger by the fire, and the fog came down the street outside. " * 50
+LONG = [{"id": "c1", "text": (
+    "Marcus Chen walked to the Feast with Priya Raman. The feast was long. Marcus Chen said the Feast "
+    "was over. Priya Raman saw the Parrot on the wall; later the Parrot flew. They sailed up the Thames. "
+    "A load test ran, and the load test failed; the load is high. Marcus Chen saw the plump sister, and "
+    "Priya Raman saw the plump sister laugh. Shaking hands, Marcus Chen left. He was shaking hands again. "
+    "Heaven and the Christmas Time be praised, said Marcus Chen. It was time to go. The Grocers' shops were open; the grocers "
+    "smiled. " + FILLER)},
+    {"id": "c2", "text": "Priya Raman ran another load test with the plump sister, shaking hands. " + FILLER},
+    {"id": "c3", "text": "Marcus Chen read the load test report near the plump sister, shaking hands. " + FILLER},
+]
+
+
+@pytest.fixture(scope="module")
+def long_story():
+    out = OfflineModel().extract(LONG)
+    return {e["name"]: e.get("type") for e in out["entities"]}
+
+
+def test_capitalised_common_nouns_are_not_entities(long_story):
+    # "the Feast" also written "feast": a common noun; "the Parrot" twice, never bare, in a long input
+    assert "Feast" not in long_story and "Parrot" not in long_story
+    assert "Thames" not in long_story  # one mention in a long input: below the minimum support
+    assert {"Marcus Chen", "Priya Raman"} <= set(long_story)
+
+
+def test_a_name_after_the_that_is_never_lowercase_stays_in_a_short_text():
+    out = OfflineModel().extract([{"id": "a", "text": "They sailed up the Thames to meet Marcus Chen."}])
+    assert "Thames" in _names(out)
+
+
+def test_one_off_name_with_a_common_head_needs_support_and_plural_possessives_keep_the_s(long_story):
+    assert "Christmas Time" not in long_story
+    assert "Grocer" not in long_story  # "The Grocers'" is not "Grocer"
+
+
+def test_concepts_in_a_long_input_are_noun_compounds(long_story):
+    assert long_story.get("load test") == "concept"  # "the load is": "load" is a noun
+    assert "plump sister" not in long_story  # adjective + noun
+    assert "shaking hands" not in long_story  # a verb and its object
+
+
+def test_the_offline_model_extracts_a_whole_source_per_call():
+    import crux_nb
+
+    kb = crux_nb.knowledge_base(id="long")
+    kb.add_text("story.txt", "\n\n".join(c["text"] for c in LONG))
+    assert len(kb.chunks) > 3
+    result = kb.extract_entities(progress=False)
+    assert result.calls == 1
+    assert kb.extract_entities(OfflineModel(concepts=False), batch_chars=1_200, progress=False).calls >= 3
+
+
+def test_spacy_keeps_a_title_before_a_person(spacy_model):
+    out = spacy_model.extract([{"id": "c1", "text": "Mrs. Cratchit smiled at Bob Cratchit. Mrs. Cratchit sat down."}])
+    assert "Mrs. Cratchit" in _names(out)
