@@ -29,7 +29,7 @@ test-fast: $(STAMP)
 	$(BIN)/python -m pytest -x -q tests
 
 bench: $(STAMP)
-	$(BIN)/python bench/run_all.py
+	$(BIN)/python -m bench.run_all
 
 clean:
 	rm -rf $(VENV) out bench/out .pytest_cache

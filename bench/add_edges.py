@@ -31,7 +31,6 @@ from unittest import mock
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import pandas as pd  # noqa: E402
 
@@ -39,8 +38,8 @@ import crux_nb.store.state as state_module  # noqa: E402
 from crux_nb.errors import CruxError  # noqa: E402
 import crux_nb  # noqa: E402
 
-from _common import OUT_DIR, fmt_num, machine_info, markdown_table, write_summary, write_text  # noqa: E402
-from neighbors import FULL, SMALL, entity_frame, make_graph, source_frame  # noqa: E402
+from bench._common import OUT_DIR, fmt_num, machine_info, markdown_table, write_summary, write_text  # noqa: E402
+from bench.neighbors import FULL, SMALL, entity_frame, make_graph, source_frame  # noqa: E402
 
 TARGET_SECONDS = 3.0  # 500k edges (full size only)
 

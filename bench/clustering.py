@@ -59,7 +59,6 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import igraph as ig  # noqa: E402
 
@@ -67,9 +66,9 @@ import crux_nb  # noqa: E402
 from crux_nb.community.cluster import LEAF_BUDGET, Community, cluster  # noqa: E402
 from crux_nb.community.graph_input import CommunityGraph  # noqa: E402
 
-from _clustering_tree import (INCREMENTAL_COLUMNS, SHAPE_COLUMNS, api_incremental, incremental_note,  # noqa: E402
+from bench._clustering_tree import (INCREMENTAL_COLUMNS, SHAPE_COLUMNS, api_incremental, incremental_note,  # noqa: E402
                               planted_incremental, shape_note, tree_shape)
-from _common import (OUT_DIR, current_rss_mb, fmt_num, hwm_mb, load_average, machine_info,  # noqa: E402
+from bench._common import (OUT_DIR, current_rss_mb, fmt_num, hwm_mb, load_average, machine_info,  # noqa: E402
                      markdown_table, peak_rss_mb, quiet_gc, reset_peak, write_summary, write_text)
 
 try:  # GraphRAG's clustering engine; optional (pip install graspologic-native)

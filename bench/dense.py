@@ -22,9 +22,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _common import (OUT_DIR, fmt_num, load_average, machine_info, markdown_table, peak_rss_mb,  # noqa: E402
+from bench._common import (OUT_DIR, fmt_num, load_average, machine_info, markdown_table, peak_rss_mb,  # noqa: E402
                      time_interleaved,
                      write_summary, write_text)
 
@@ -34,7 +33,7 @@ from crux_nb.embeddings import (FunctionEmbedder, MiniLMEmbedder, StaticEmbedder
 from crux_nb.datasets import load_multihop, multihop_root  # noqa: E402
 from crux_nb.evaluation import evaluate  # noqa: E402
 from crux_nb.retrieval import BM25Leg, DenseLeg, retrieve  # noqa: E402
-from _dense_previous import PreviousDenseLeg, previous  # noqa: E402
+from bench._dense_previous import PreviousDenseLeg, previous  # noqa: E402
 
 TARGET_P95_MS = 20.0
 DENSE_WEIGHT = 0.5

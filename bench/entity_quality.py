@@ -60,7 +60,6 @@ SAMPLE = 100
 
 def _setup_path(crux_root: Path | None) -> None:
     sys.path.insert(0, str(crux_root or ROOT))
-    sys.path.insert(1, str(BENCH))
 
 
 def load_characters(path: Path = BENCH / "carol_characters.csv") -> dict[str, set[str]]:
@@ -195,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--print-unlabelled", action="store_true", help="print sampled names without a label")
     args = parser.parse_args(argv)
     _setup_path(args.crux_root)
-    from _common import OUT_DIR, fmt_num, markdown_table, write_summary, write_text
+    from bench._common import OUT_DIR, fmt_num, markdown_table, write_summary, write_text
 
     rows, notes = run(args.small, args.print_unlabelled)
     out = args.out or OUT_DIR / ("entity_quality_small.md" if args.small else "entity_quality.md")

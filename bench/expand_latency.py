@@ -28,9 +28,9 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import neighbors as nbench  # noqa: E402  (the synthetic graph generator)
-from _common import (OUT_DIR, load_average, machine_info, markdown_table, percentile, write_summary,  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a file: the checkout
+from bench import neighbors as nbench  # noqa: E402  (the synthetic graph generator)
+from bench._common import (OUT_DIR, load_average, machine_info, markdown_table, percentile, write_summary,  # noqa: E402
                      write_text)
 
 import crux_nb  # noqa: E402

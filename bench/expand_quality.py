@@ -61,12 +61,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import crux_nb  # noqa: E402
 from crux_nb.retrieval import expand_relations, retrieve  # noqa: E402
 
-from _common import (OUT_DIR, Phases, fmt_num, load_average, machine_info, markdown_table,  # noqa: E402
+from bench._common import (OUT_DIR, Phases, fmt_num, load_average, machine_info, markdown_table,  # noqa: E402
                      peak_rss_mb, quiet_gc, write_summary, write_text)
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"

@@ -63,7 +63,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import crux_nb  # noqa: E402
 from crux_nb.io import read_graphrag  # noqa: E402
@@ -71,11 +70,10 @@ from crux_nb.models import OfflineModel  # noqa: E402
 from crux_nb.models.text import terms  # noqa: E402
 from crux_nb.retrieval import global_search  # noqa: E402
 
-from _common import (OUT_DIR, Phases, load_average, machine_info, markdown_table,  # noqa: E402
+from bench._common import (OUT_DIR, Phases, load_average, machine_info, markdown_table,  # noqa: E402
                      peak_rss_mb, write_summary, write_text)
 
-SHARED_DATA = next((p for p in (Path("/work/shared/data"), ROOT.parent / "shared" / "data") if p.is_dir()),
-                   ROOT.parent / "shared" / "data")
+SHARED_DATA = ROOT.parent / "shared" / "data"  # ../shared/data beside the checkout, as CI places it
 BOOK_PATH = SHARED_DATA / "christmas-carol" / "a-christmas-carol.txt"
 QUESTIONS_PATH = Path(__file__).resolve().parent / "carol_global_questions.csv"
 MIN_QUESTIONS = 12

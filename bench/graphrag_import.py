@@ -51,13 +51,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from crux_nb.io import read_graphrag, write_graphrag  # noqa: E402
 from crux_nb.models import OfflineModel  # noqa: E402
 from crux_nb.retrieval import global_search  # noqa: E402
 
-from _common import (OUT_DIR, fmt_num, load_average, machine_info, markdown_table, peak_rss_mb,  # noqa: E402
+from bench._common import (OUT_DIR, fmt_num, load_average, machine_info, markdown_table, peak_rss_mb,  # noqa: E402
                      time_once, write_summary, write_text)
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"

@@ -26,9 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a file: the checkout
 
-from _common import OUT_DIR, machine_info, markdown_table, write_summary, write_text  # noqa: E402
+from bench._common import OUT_DIR, machine_info, markdown_table, write_summary, write_text  # noqa: E402
 
 QUERY = "release planning gateway review"
 

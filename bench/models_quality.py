@@ -46,11 +46,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from crux_nb.models import CallLog, OfflineModel, call_task  # noqa: E402
 
-from _common import OUT_DIR, machine_info, markdown_table, write_summary, write_text  # noqa: E402
+from bench._common import OUT_DIR, machine_info, markdown_table, write_summary, write_text  # noqa: E402
 
 SAMPLE_DIR = ROOT / "data" / "sample"
 SAMPLE_GOLD = ROOT / "data" / "sample_entities.csv"

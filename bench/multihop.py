@@ -33,13 +33,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from crux_nb.embeddings import StaticEmbedder  # noqa: E402
 from crux_nb.retrieval import BM25Leg, DenseLeg, expand_relations, retrieve  # noqa: E402
 
-import _multihop as md  # noqa: E402
-from _common import OUT_DIR, load_average, machine_info, markdown_table, percentile, write_summary, write_text  # noqa: E402
+from bench import _multihop as md  # noqa: E402
+from bench._common import OUT_DIR, load_average, machine_info, markdown_table, percentile, write_summary, write_text  # noqa: E402
 
 TARGET_POINTS = 3.0
 # Published retrieval results (R@2 / R@5, %) as the upper reference: HippoRAG (arXiv 2405.14831, Table 2,

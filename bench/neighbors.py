@@ -45,7 +45,6 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import igraph as ig  # noqa: E402
 import networkx as nx  # noqa: E402
@@ -55,7 +54,7 @@ from crux_nb.refs import decode_ref, encode_ref  # noqa: E402
 from crux_nb.schema import coerce  # noqa: E402
 from crux_nb import KnowledgeBase  # noqa: E402
 
-from _common import (OUT_DIR, Phases, current_rss_mb, fmt_num, machine_info, markdown_table,  # noqa: E402
+from bench._common import (OUT_DIR, Phases, current_rss_mb, fmt_num, machine_info, markdown_table,  # noqa: E402
                      load_average, peak_rss_mb, time_interleaved, time_once, write_summary, write_text)
 
 # ------------------------------------------------------------------ settings

@@ -1,8 +1,8 @@
 """``make bench``: run every benchmark and collect their tables into ``bench/RESULTS.md``.
 
-    python bench/run_all.py              # full runs (tens of minutes on 2 cores)
-    python bench/run_all.py --small      # the small modes the test suite also runs
-    python bench/run_all.py --no-run     # only collect the reports already in bench/out (add --small for *_small)
+    python -m bench.run_all              # full runs (tens of minutes on 2 cores)
+    python -m bench.run_all --small      # the small modes the test suite also runs
+    python -m bench.run_all --no-run     # only collect the reports already in bench/out (add --small for *_small)
 
 Every benchmark writes a Markdown report ``bench/out/<name>[_small].md`` and a summary
 ``bench/out/<name>[_small].summary.json`` (see ``_common.write_summary``). RESULTS.md holds the
@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (BENCH_DIR, OUT_DIR, SUMMARY_KEYS, VERDICTS, fmt_num, load_average, machine_info,  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a file: the checkout
+from bench._common import (BENCH_DIR, OUT_DIR, SUMMARY_KEYS, VERDICTS, fmt_num, load_average, machine_info,  # noqa: E402
                      markdown_table)
 
 BENCHMARKS = [
@@ -282,9 +282,9 @@ def run_benchmark(script: str, report: Path, small: bool) -> tuple[str, float, s
     """Run one benchmark (its old report and summary removed first); (status, seconds, stdout + stderr tail)."""
     report.unlink(missing_ok=True)
     summary_path(report.parent, report.name[:-3], "").unlink(missing_ok=True)
-    cmd = [sys.executable, str(BENCH_DIR / script), "--out", str(report)] + (["--small"] if small else [])
+    cmd = [sys.executable, "-m", f"bench.{Path(script).stem}", "--out", str(report)] + (["--small"] if small else [])
     t0 = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True)
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=BENCH_DIR.parent)  # python -m bench.<name>
     seconds = time.perf_counter() - t0
     status = "ok" if done.returncode == 0 else f"exit {done.returncode}"
     tail = "" if done.returncode == 0 else f"\n\n```\n{done.stderr[-3000:]}\n```\n"
@@ -316,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
         body = (report.read_text(encoding="utf-8") if report.is_file() else "") + extra
         runs.append([title, script, status, "-" if math.isnan(seconds) else f"{seconds:.0f}",
                      str(len(summary)) if problem is None else problem])
-        sections.append(f"## {title}\n\n`python bench/{script}{flag}`\n\n{body.strip() or '(no report)'}\n")
+        sections.append(f"## {title}\n\n`python -m bench.{Path(script).stem}{flag}`\n\n{body.strip() or '(no report)'}\n")
 
     info = machine_info(VERSIONS)
     counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}

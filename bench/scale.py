@@ -49,7 +49,7 @@ for p in (ROOT, ROOT / "bench"):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
-from _common import (OUT_DIR, current_rss_mb, fmt_num, hwm_mb, machine_info, markdown_table, reset_peak,  # noqa: E402
+from bench._common import (OUT_DIR, current_rss_mb, fmt_num, hwm_mb, machine_info, markdown_table, reset_peak,  # noqa: E402
                      write_summary, write_text)
 
 CAROL = [ROOT.parent / "shared" / "data" / "christmas-carol" / "a-christmas-carol.txt",
@@ -171,7 +171,7 @@ CATEGORICAL = {"edges": ("type", "direction", "stage"), "edge_evidence": ("sourc
 def part_edges(scale: Scale) -> dict[str, Any]:
     from dataclasses import replace
 
-    import neighbors as nb
+    from bench import neighbors as nb
     import crux_nb
     from crux_nb import KnowledgeBase
 

@@ -22,8 +22,9 @@ _CONDITION = re.compile(r"^(ours|ratio) (<=|>=|==|<|>) ([-+]?\d+(?:\.\d*)?(?:[eE
 
 
 def run_small(script: Path, out: Path, *extra: str) -> tuple[subprocess.CompletedProcess, str]:
-    """Run ``script --small --out out`` from the repository root; its exit status 0 and its report text."""
-    proc = subprocess.run([sys.executable, str(script), "--small", *extra, "--out", str(out)],
+    """Run ``python -m bench.<script> --small --out out`` from the repository root; its exit status 0 and its
+    report text."""
+    proc = subprocess.run([sys.executable, "-m", f"bench.{script.stem}", "--small", *extra, "--out", str(out)],
                           cwd=script.parents[1], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, f"bench/{script.name} --small failed:\n{proc.stderr[-4000:]}"
     assert out.exists(), "the report file was not written"

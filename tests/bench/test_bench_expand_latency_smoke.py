@@ -23,7 +23,7 @@ def rows(text: str, section: str = "## Exactness") -> list[list[str]]:
 
 def test_small_run_prints_every_row_with_numbers(tmp_path):
     out = tmp_path / "expand_latency_small.md"
-    done = subprocess.run([sys.executable, str(ROOT / "bench" / "expand_latency.py"), "--small", "--out", str(out)],
+    done = subprocess.run([sys.executable, "-m", "bench.expand_latency", "--small", "--out", str(out)],
                           capture_output=True, text=True, timeout=900, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
     assert out.read_text(encoding="utf-8").strip() in done.stdout  # the printed report is the written one

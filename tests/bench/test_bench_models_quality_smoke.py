@@ -23,7 +23,7 @@ SCRIPT = ROOT / "bench" / "models_quality.py"
 @pytest.fixture(scope="module")
 def small_run(tmp_path_factory) -> tuple[Path, dict]:
     out = tmp_path_factory.mktemp("bench") / "models_quality_small.md"
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--small", "--json", "--out", str(out)], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-m", "bench.models_quality", "--small", "--json", "--out", str(out)], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-4000:]
     return out, json.loads(proc.stdout.strip().splitlines()[-1])  # --json stays the last stdout line

@@ -223,7 +223,7 @@ def test_full_mode_names_and_no_plots(tmp_path):
     text = results.read_text(encoding="utf-8")
     assert rc == 1  # expand_latency and expand_quality have no summary here
     assert text.startswith("# Benchmark results\n\nMode: full (collected") and "![" not in text
-    assert "`python bench/scale.py`" in text
+    assert "`python -m bench.scale`" in text
 
 
 def test_plots_skip_what_the_summaries_cannot_show(tmp_path):
