@@ -54,7 +54,7 @@ def full_rebuild(state, query: str) -> np.ndarray:
 
 def run(n_docs: int, n_words: int, repeats: int, out: Path) -> str:
     import crux_nb
-    from crux_nb.retrieval.retriever.lexical import BM25Leg
+    from crux_nb.retrieval import BM25Leg
 
     import bm25s  # noqa: F401  (imported before timing: both sides use its tokenizer; scipy takes seconds)
     import pandas as pd
