@@ -122,7 +122,7 @@ def _add_edges(state: KBState, mine: KBState, edges: pd.DataFrame, evidence: pd.
         return state
     named = set(edges["from_ref"]) | set(edges["to_ref"])
     entities = {ref: eid for ref, eid in zip(mine.entities["ref"], mine.entities["entity_id"]) if ref in named}
-    merged = _merge_edges(state, edges.to_dict("records"), evidence.to_dict("records"), {})
+    merged = _merge_edges(state, edges.to_dict("list"), evidence.to_dict("list"), {})
     missing = mine.entities[mine.entities["ref"].isin(set(entities) - set(merged.entities["ref"]))]
     if missing.empty:
         return merged

@@ -33,8 +33,9 @@ kb.add_path(sample_path())
 kb.add_text("launch-plan-notes.md", '# Launch plan notes\\n\\nWhat changed in the launch plan: the launch moved to May '
             '<script>window.__crux_pwned = 1; alert("crux")</script><img src=x onerror="window.__crux_pwned = 2">.')
 kb.communities.prepare(progress=False)
-# budget 0.8: on the flat sample tree the default budget maps one report, and the page needs findings of several
-recipe = kb.recipe(steps=[global_search(model=m, scan="adaptive", detail="detailed", budget=0.8)])
+# no budget: the page needs findings of several reports and every status a descent gives by rating (a budget
+# cuts the low-rated ones as "truncated" before they are rated "skipped")
+recipe = kb.recipe(steps=[global_search(model=m, scan="adaptive", detail="detailed", budget=None)])
 result = recipe.retrieve_with_trace("What changed in the launch plan?")
 '''
 
