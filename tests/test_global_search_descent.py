@@ -206,7 +206,7 @@ def test_guard_maps_one_report_even_past_a_tiny_budget():
 def test_finding_prior_scores_a_report_by_its_best_finding():
     from crux_nb.retrieval.globalsearch.descent import finding_prior, report_prior
 
-    def report(cid: str, statements: list[str]) -> Unit:
+    def report(cid: str, statements: list[str]) -> Report:
         fs = tuple(Finding(f"{cid}:f{i}", s, ()) for i, s in enumerate(statements))
         return Report(cid, 0, "root", f"title {cid}", "", fs, generation_id="g")
 

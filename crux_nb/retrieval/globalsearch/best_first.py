@@ -29,7 +29,7 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .units import Unit
+from ...community import Report
 
 THRESHOLD = 50
 MAX_CALLS = 32
@@ -77,7 +77,7 @@ class AdaptiveTrace:
                 "visited": [row(r) for r in self.visited], "skipped": [row(r) for r in self.skipped]}
 
 
-def budget_chars(budget: float | int | None, units: list[Unit]) -> int | None:
+def budget_chars(budget: float | int | None, units: list[Report]) -> int | None:
     """``None``: no budget; a float in (0, 1]: that share of scan all's map input; an int: characters."""
     if budget is None:
         return None
@@ -86,7 +86,7 @@ def budget_chars(budget: float | int | None, units: list[Unit]) -> int | None:
     return int(budget)
 
 
-def report_prior(units: list[Unit], query: str) -> dict[str, float]:
+def report_prior(units: list[Report], query: str) -> dict[str, float]:
     """BM25 of ``query`` against each unit's report text (idf over all units), 0..100 (no model call)."""
     from ...models.text import BM25, terms
 
@@ -94,7 +94,7 @@ def report_prior(units: list[Unit], query: str) -> dict[str, float]:
     return dict(zip((u.community_id for u in units), BM25(docs).scaled(terms(query)))) if units else {}
 
 
-def finding_prior(units: list[Unit], query: str) -> dict[str, float]:
+def finding_prior(units: list[Report], query: str) -> dict[str, float]:
     """How a unit's best finding ranks for ``query``: the highest BM25 score, 0..100, of its finding statements
     against the query, idf over every distinct statement of the tree (no model call).
 
@@ -126,7 +126,7 @@ class _State:
     fallback: str
     prior: dict[str, float]
     mappable: set[str]
-    children: dict[str, list[Unit]]
+    children: dict[str, list[Report]]
     spent: int = 0
     rating_spent: int = 0
     calls: int = 0
@@ -137,16 +137,16 @@ class _State:
     passed: set[str] = field(default_factory=set)  # parents with a child that passed
     truncations: list[dict] = field(default_factory=list)
     rating_budget: int | None = None  # the share of the budget rating calls may spend
-    cost: Callable[[list[Unit]], int] = lambda batch: sum(u.rating_chars for u in batch)
+    cost: Callable[[list[Report]], int] = lambda batch: sum(u.rating_chars for u in batch)
 
-    def record(self, unit: Unit, rating: float | None, decision: str, *, fallback: bool = False,
+    def record(self, unit: Report, rating: float | None, decision: str, *, fallback: bool = False,
                selected: bool = False) -> None:
         if unit.community_id not in self.rows:
             self.order.append(unit.community_id)
         self.rows[unit.community_id] = Rating(unit.community_id, unit.level, rating, decision, fallback,
                                               self.prior.get(unit.community_id), selected)
 
-    def push(self, unit: Unit, parent_rating: float, *, fallback: bool = False) -> None:
+    def push(self, unit: Report, parent_rating: float, *, fallback: bool = False) -> None:
         key = (-parent_rating, -self.prior.get(unit.community_id, 0.0), unit.level, unit.community_id)
         heapq.heappush(self.queue, (*key, fallback, unit))
 
@@ -154,10 +154,10 @@ class _State:
         return self.budget is None or self.spent + chars <= self.budget
 
 
-def descend(units: list[Unit], rate: Callable[[list[Unit], int], dict[str, float]], *, leaves: bool = True,
+def descend(units: list[Report], rate: Callable[[list[Report], int], dict[str, float]], *, leaves: bool = True,
             threshold: float = THRESHOLD, budget: int | None = None, max_calls: int = MAX_CALLS,
             fallback: str = FALLBACK, prior: dict[str, float] | None = None,
-            rating_cost: Callable[[list[Unit]], int] | None = None) -> tuple[set[str], AdaptiveTrace, list[dict]]:
+            rating_cost: Callable[[list[Report]], int] | None = None) -> tuple[set[str], AdaptiveTrace, list[dict]]:
     """Best-first rated descent (see the module docstring); returns (selected ids, trace, truncations).
 
     ``rate(batch_units, call_index) -> {community_id: rating}`` makes one model call per batch. With
@@ -165,7 +165,7 @@ def descend(units: list[Unit], rate: Callable[[list[Unit], int], dict[str, float
     ``rating_cost(batch_units)`` measures a rating call against the budget (default: title + summary
     characters; the step passes the call's real input size).
     """
-    by_parent: dict[str | None, list[Unit]] = {}
+    by_parent: dict[str | None, list[Report]] = {}
     for u in units:
         by_parent.setdefault(u.parent_id, []).append(u)
     parents = set(by_parent) - {None}
@@ -208,13 +208,13 @@ def descend(units: list[Unit], rate: Callable[[list[Unit], int], dict[str, float
     return selected, trace, st.truncations
 
 
-def _next_batch(st: _State) -> list[tuple[Unit, bool]]:
+def _next_batch(st: _State) -> list[tuple[Report, bool]]:
     """Up to ``RATING_BATCH`` queued communities, best first, that the call and character budgets allow."""
     if st.calls >= st.max_calls:
         st.truncations.append({"kind": "adaptive-descent", "reason": f"rating call budget of {st.max_calls} reached",
                                "community_ids": []})
         return []
-    batch: list[tuple[Unit, bool]] = []
+    batch: list[tuple[Report, bool]] = []
     while st.queue and len(batch) < RATING_BATCH:
         unit = st.queue[0][-1]
         cost = st.cost([u for u, _ in batch] + [unit])
@@ -229,11 +229,11 @@ def _next_batch(st: _State) -> list[tuple[Unit, bool]]:
     return batch
 
 
-def _apply(st: _State, batch: list[tuple[Unit, bool]], ratings: dict[str, float]) -> None:
+def _apply(st: _State, batch: list[tuple[Report, bool]], ratings: dict[str, float]) -> None:
     """Record a rated batch, visit what passes, then run the fallback for parents left with no passing child."""
     touched = []
 
-    def best(item: tuple[Unit, bool]) -> tuple:  # the best-rated first, so they are the first to be mapped
+    def best(item: tuple[Report, bool]) -> tuple:  # the best-rated first, so they are the first to be mapped
         rating = ratings.get(item[0].community_id)
         return (-(float(rating) if rating is not None else -1.0), -st.prior.get(item[0].community_id, 0.0),
                 item[0].community_id)
@@ -254,7 +254,7 @@ def _apply(st: _State, batch: list[tuple[Unit, bool]], ratings: dict[str, float]
             _fall_back(st, parent)
 
 
-def _visit(st: _State, unit: Unit, score: float | None, *, fallback: bool) -> None:
+def _visit(st: _State, unit: Report, score: float | None, *, fallback: bool) -> None:
     selected = unit.community_id in st.mappable and st.fits(unit.chars)
     if selected:
         st.spent += unit.chars
@@ -285,10 +285,10 @@ def _fall_back(st: _State, parent: str) -> None:
             st.push(g, st.rows[kid.community_id].rating or 0.0, fallback=True)
 
 
-def _fill(st: _State, units: list[Unit]) -> None:
+def _fill(st: _State, units: list[Report]) -> None:
     """Fallback ``budget``: spend what is left on mapping, best first: units that passed but were not mapped,
     then the others by prior, then rating (LazyGraphRAG's order: how the community ranks for the query)."""
-    def key(u: Unit) -> tuple:
+    def key(u: Report) -> tuple:
         row = st.rows.get(u.community_id)
         rating = row.rating if row is not None and row.rating is not None else -1.0
         return (rating < st.threshold, -st.prior.get(u.community_id, 0.0), -rating, u.level,
@@ -314,7 +314,7 @@ def _truncate(st: _State) -> None:
     st.truncations[-1]["community_ids"] = cut
 
 
-def _guard(st: _State, units: list[Unit]) -> None:
+def _guard(st: _State, units: list[Report]) -> None:
     """Nothing selected: map the best-rated, then best-prior, mappable unit (never empty by accident), even
     past the budget: one report is the least an answer needs (``spent_chars`` then shows the overrun)."""
     if st.fallback == "none" or any(r.selected for r in st.rows.values()):
@@ -323,7 +323,7 @@ def _guard(st: _State, units: list[Unit]) -> None:
     if not candidates:
         return
 
-    def key(u: Unit) -> tuple:
+    def key(u: Report) -> tuple:
         row = st.rows.get(u.community_id)
         rating = row.rating if row is not None and row.rating is not None else -1.0
         return (-rating, -st.prior.get(u.community_id, 0.0), u.level, u.community_id)

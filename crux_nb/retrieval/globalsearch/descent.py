@@ -8,7 +8,8 @@ from typing import Any
 
 from .best_first import (BUDGET, FALLBACK, FALLBACKS, MAX_CALLS, THRESHOLD, AdaptiveTrace, Rating, budget_chars,
                          descend, finding_prior, report_prior)
-from .units import BATCH_BUDGET, Unit
+from ...community import Report
+from .units import BATCH_BUDGET
 
 __all__ = ["Batch", "pack", "prompt_id", "THRESHOLD", "MAX_CALLS", "BUDGET", "FALLBACK", "FALLBACKS", "AdaptiveTrace",
            "Rating", "budget_chars", "descend", "finding_prior", "report_prior"]
@@ -28,7 +29,7 @@ class Batch:
     """One map call's reports: ``index`` counts from 0, its prompt id from 1."""
 
     index: int
-    units: tuple[Unit, ...]
+    units: tuple[Report, ...]
     input_chars: int
 
     @property
@@ -40,13 +41,13 @@ class Batch:
         return prompt_id("batch", self.index)
 
 
-def pack(units: list[Unit], budget: int | None = None, *, rating: bool = False) -> list[Batch]:
+def pack(units: list[Report], budget: int | None = None, *, rating: bool = False) -> list[Batch]:
     """Greedy packing in (level, id) order; a unit over the budget gets a batch of its own.
 
     ``rating`` measures units as rating calls see them (title and summary only)."""
     budget = BATCH_BUDGET if budget is None else budget
     batches: list[Batch] = []
-    current: list[Unit] = []
+    current: list[Report] = []
     size = 0
     for unit in sorted(units, key=lambda u: (u.level, u.community_id)):
         chars = unit.rating_chars if rating else unit.chars

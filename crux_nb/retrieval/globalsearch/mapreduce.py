@@ -6,7 +6,7 @@ from typing import Any
 
 from ..._hashing import stable_hash
 from ...hits import AssertionRef, FindingCitation, FindingHit, Lineage
-from .units import Unit
+from ...community import Report
 
 MIN_SCORE = 0.000001
 
@@ -20,7 +20,7 @@ def candidates(output: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def reduce(cands: list[dict[str, Any]], units: list[Unit], *, namespace: str, limit: int,
+def reduce(cands: list[dict[str, Any]], units: list[Report], *, namespace: str, limit: int,
            cited: dict[str, tuple[str, ...]] | None = None) -> list[FindingHit]:
     """Merge by cited id set (max score, ties to the smaller community id), sort, cut, cite.
 

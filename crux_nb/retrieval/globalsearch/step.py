@@ -22,7 +22,8 @@ from ..types import StepContext, StepInput, StepOutput
 from .descent import (BUDGET, FALLBACK, FALLBACKS, MAX_CALLS, THRESHOLD, AdaptiveTrace, Batch, budget_chars, descend,
                       finding_prior, pack, prompt_id, report_prior)
 from .mapreduce import candidates, reduce
-from .units import Freshness, Unit, auto_detail, resolve, select_detail
+from ...community import Report
+from .units import Freshness, auto_detail, resolve, select_detail
 
 __all__ = ["GlobalSearchStep", "global_search", "Preflight"]
 
@@ -66,8 +67,8 @@ class Preflight:
 class Selection:
     freshness: Freshness
     detail: str
-    available: tuple[Unit, ...]
-    selected: tuple[Unit, ...]
+    available: tuple[Report, ...]
+    selected: tuple[Report, ...]
     batches: tuple[Batch, ...]
     adaptive: AdaptiveTrace | None
     truncations: tuple[dict, ...]
@@ -164,7 +165,7 @@ class GlobalSearchStep(Step):
         query = "\n".join(q.query for q in input.queries)
         log = CallLog()
 
-        def rate(units: list[Unit], k: int) -> dict[str, float]:
+        def rate(units: list[Report], k: int) -> dict[str, float]:
             out = call_task(self.model, "rate", query, [u.rating_payload() for u in units],
                             prompt_id=prompt_id("rate", k), log=log)
             return {r["community_id"]: r["rating"] for r in out["ratings"]}
@@ -203,7 +204,7 @@ class GlobalSearchStep(Step):
             return run_calls(calls, log=log, executor=pool)  # outputs in batch order, whatever finishes first
 
 
-def _prior(name: str, units: list[Unit], query: str) -> dict[str, float]:
+def _prior(name: str, units: list[Report], query: str) -> dict[str, float]:
     if name == "findings":
         return finding_prior(units, query)
     return report_prior(units, query) if name == "reports" else {}

@@ -28,11 +28,6 @@ BASIS = {
     "materialization-wait": "waited for community materialization",
 }
 
-# A mapped unit is the one report model, with qualified finding ids (see report_units); the name is
-# the descent's and the batches' word for it, not a second definition.
-Unit = Report
-
-
 @dataclass(frozen=True)
 class Freshness:
     units: tuple[Report, ...]
