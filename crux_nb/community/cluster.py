@@ -44,6 +44,20 @@ Engine = Literal["leidenalg", "igraph"]
 
 @dataclass(frozen=True)
 class Community:
+    """One community of the tree: its id, level (leaves 0), kind, parent and children, members and size.
+
+    Leaves hold their members (``chunk_refs``, ``entity_refs``). A parent made by
+    :func:`~crux_nb.community.cluster_graph` holds every member of its leaves; one read back with
+    ``kb.communities.records()`` lists its children only (the store keeps the members of leaves).
+    ``estimated_chars`` is the report input estimate the leaf budget is measured in.
+
+    Examples
+    --------
+    >>> c = Community("c1", 0, "leaf", "c0", (), ("chunk:a.md:c0000",), ("entity:ada",), 120)
+    >>> c.kind, c.parent_id, len(c.chunk_refs)
+    ('leaf', 'c0', 1)
+    """
+
     community_id: str
     level: int
     kind: str  # "leaf" | "parent" | "root"
