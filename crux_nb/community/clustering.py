@@ -63,9 +63,10 @@ def community_graph(kb: Any, *, sources: Iterable[str] | None = None) -> Communi
     if sources is not None:
         if isinstance(sources, (str, bytes)) or not isinstance(sources, Iterable):
             raise ParameterError(owner, "sources", "an iterable of source ids or None", sources)
-        visible = set(sources)
-        if not all(isinstance(s, str) for s in visible):
+        items = list(sources)
+        if not all(isinstance(s, str) for s in items):
             raise ParameterError(owner, "sources", "an iterable of source ids (strings) or None", sources)
+        visible = set(items)
     return build_graph(state, visible)
 
 
