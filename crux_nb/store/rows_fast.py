@@ -1,8 +1,11 @@
 """Column-wise validation of ``add_edges`` / ``add_entities`` frames (the fast path).
 
 Each check runs once per *distinct* value of a column (relation types, directions,
-refs, evidence chunks) or as one numpy operation (weights), and rows are then
-assembled from lookup tables, so 500k edges take about a second instead of a minute.
+refs, evidence chunks), or as one Arrow or numpy operation (the refs of the knowledge base,
+plain entity refs, weights). Columns stay (codes, dictionary) pairs until the edge ids are
+hashed (:mod:`crux_nb.store.edge_ids`) and the rows sorted by id; each stored column is then
+one Arrow dictionary take, a pandas ``str`` Series (500k edges: about 2 CPU seconds, most of
+it SHA-256; the row loop takes about 30).
 
 The fast path only ever *accepts*: when any value fails, or is of a kind it does not
 handle itself, it returns ``None`` and the caller runs the row-by-row reference
