@@ -18,14 +18,19 @@ from crux_nb.refs import DocumentRef, ParentRef, encode_ref
 from crux_nb.schema import coerce, empty_frame, require_columns
 from crux_nb.store.rows import edge_rows, entity_rows
 
-__all__ = ["with_edges", "with_entities"]
+__all__ = ["existing_refs", "with_edges", "with_entities"]
+
+
+def existing_refs(state: Any) -> set[str]:
+    """The refs an edge may name besides entities: every chunk, document and parent of ``state``."""
+    return (set(state.chunks["ref"]) | {encode_ref(DocumentRef(s)) for s in state.documents["source_id"]}
+            | {encode_ref(ParentRef(s, p)) for s, p in zip(state.parents["source_id"], state.parents["parent_id"])})
 
 
 def with_edges(state: Any, frame: pd.DataFrame, *, stage: str = "user", provenance: str = "exact") -> Any:
     """``state`` plus the edges of ``frame``, every row validated one by one."""
     require_columns(frame, ["from_ref", "to_ref", "type", "evidence"], what="the frame passed to add_edges()")
-    existing = (set(state.chunks["ref"]) | {encode_ref(DocumentRef(s)) for s in state.documents["source_id"]}
-                | {encode_ref(ParentRef(s, p)) for s, p in zip(state.parents["source_id"], state.parents["parent_id"])})
+    existing = existing_refs(state)
     chunk_sources = dict(zip(state.chunks["ref"].tolist(), state.chunks["source_id"].tolist()))
     rows = edge_rows(frame, existing=existing, chunk_sources=chunk_sources, stage=stage, provenance=provenance)
     return _merge_edges(state, *rows)
