@@ -86,9 +86,7 @@ class CoverageFinding:
     Examples
     --------
     >>> import crux_nb
-    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
-    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
-    >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+    >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
     >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
     >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
     >>> from crux_nb.widgets import coverage_data
@@ -123,17 +121,15 @@ class CoverageData:
     Examples
     --------
     >>> import crux_nb
-    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
-    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
-    >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+    >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
     >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
     >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
     >>> from crux_nb.widgets import coverage_data
     >>> data = coverage_data(result)
     >>> data.coverage, data.available["reports"], data.processed["reports"], len(data.batches)
-    ('exact', 1, 1, 1)
+    ('exact', 2, 2, 1)
     >>> [data.status(cid) for cid in data.tree_order()], data.call_counts()["map"]
-    (['mapped', 'unread', 'unread'], 1)
+    (['unread', 'mapped', 'mapped'], 1)
     """
 
     step_id: str
@@ -177,9 +173,7 @@ class CoverageData:
         Examples
         --------
         >>> import crux_nb
-        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
-        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
-        >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+        >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
         >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
         >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
         >>> from crux_nb.widgets import coverage_data
@@ -228,12 +222,11 @@ class CoverageData:
         Examples
         --------
         >>> import crux_nb; from crux_nb.widgets import coverage_data
-        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
-        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
-        >>> _ = kb.communities.prepare(); search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+        >>> kb = crux_nb.datasets.load_tiny(communities=True)
+        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
         >>> data = coverage_data(kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?"))
         >>> [(data.title(c), data.status(c)) for c in data.tree_order()][:2]
-        [('Priya Raman; Atlas and Platform', 'mapped'), ('Priya Raman', 'unread')]
+        [('Platform and Atlas; Beacon and Priya Raman', 'unread'), ('Platform and Atlas', 'mapped')]
         """
         if community_id in self._lookup["excluded"]:
             return "excluded"
@@ -265,9 +258,8 @@ class CoverageData:
         Examples
         --------
         >>> import crux_nb; from crux_nb.widgets import coverage_data
-        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
-        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
-        >>> _ = kb.communities.prepare(); search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+        >>> kb = crux_nb.datasets.load_tiny(communities=True)
+        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
         >>> data = coverage_data(kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?"))
         >>> data.call_counts()
         {'map': 1, 'map_repairs': 0, 'rate': 0, 'rate_repairs': 0, 'other': 0, 'failed': 0}
@@ -291,15 +283,13 @@ class CoverageData:
         Examples
         --------
         >>> import crux_nb
-        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
-        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
-        >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+        >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
         >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
         >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
         >>> from crux_nb.widgets import coverage_data
         >>> coverage_data(result).to_frame("batch")[["batch", "prompt_id", "reports", "findings", "calls", "ok"]]
            batch             prompt_id  reports  findings  calls    ok
-        0      1  globalSearch:batch:1        1         2      1  True
+        0      1  globalSearch:batch:1        2         4      1  True
         """
         if by not in FRAME_COLUMNS:
             raise ParameterError("CoverageView.to_frame()", "by", f"one of {list(FRAME_COLUMNS)}", by)
@@ -336,9 +326,8 @@ class CoverageData:
         Examples
         --------
         >>> import crux_nb; from crux_nb.widgets import coverage_data
-        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
-        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
-        >>> _ = kb.communities.prepare(); search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+        >>> kb = crux_nb.datasets.load_tiny(communities=True)
+        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
         >>> data = coverage_data(kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?"))
         >>> [data.unit(c).level for c in data.tree_order()]
         [1, 0, 0]

@@ -40,10 +40,7 @@ class ExpansionView(SelectionView):
     Examples
     --------
     >>> import crux_nb
-    >>> kb = crux_nb.knowledge_base(id="docs")
-    >>> kb.add_text("plan.md", "Beacon launches in April. Priya Raman owns Beacon.")
-    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
-    >>> _ = kb.extract_entities(progress=False)
+    >>> kb = crux_nb.datasets.load_tiny(entities=True)
     >>> steps = [crux_nb.retrieve(limit=1), crux_nb.expand_relations(types=["mentions"], depth=2)]
     >>> result = kb.recipe(steps=steps).retrieve_with_trace("When does Beacon launch?")
     >>> from crux_nb.widgets import ExpansionView
@@ -146,10 +143,7 @@ class ExpansionView(SelectionView):
         Examples
         --------
         >>> import crux_nb
-        >>> kb = crux_nb.knowledge_base(id="docs")
-        >>> kb.add_text("plan.md", "Beacon launches in April. Priya Raman owns Beacon.")
-        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
-        >>> _ = kb.extract_entities(progress=False)
+        >>> kb = crux_nb.datasets.load_tiny(entities=True)
         >>> steps = [crux_nb.retrieve(limit=1), crux_nb.expand_relations(types=["mentions"], depth=2)]
         >>> result = kb.recipe(steps=steps).retrieve_with_trace("When does Beacon launch?")
         >>> from crux_nb.widgets import ExpansionView
@@ -181,10 +175,7 @@ class ExpansionView(SelectionView):
         Examples
         --------
         >>> import crux_nb
-        >>> kb = crux_nb.knowledge_base(id="docs")
-        >>> kb.add_text("plan.md", "Beacon launches in April. Priya Raman owns Beacon.")
-        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
-        >>> _ = kb.extract_entities(progress=False)
+        >>> kb = crux_nb.datasets.load_tiny(entities=True)
         >>> steps = [crux_nb.retrieve(limit=1), crux_nb.expand_relations(types=["mentions"], depth=2)]
         >>> result = kb.recipe(steps=steps).retrieve_with_trace("When does Beacon launch?")
         >>> from crux_nb.widgets import ExpansionView
@@ -204,10 +195,7 @@ class ExpansionView(SelectionView):
         Examples
         --------
         >>> import crux_nb
-        >>> kb = crux_nb.knowledge_base(id="docs")
-        >>> kb.add_text("plan.md", "Beacon launches in April. Priya Raman owns Beacon.")
-        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
-        >>> _ = kb.extract_entities(progress=False)
+        >>> kb = crux_nb.datasets.load_tiny(entities=True)
         >>> steps = [crux_nb.retrieve(limit=1), crux_nb.expand_relations(types=["mentions"], depth=2)]
         >>> result = kb.recipe(steps=steps).retrieve_with_trace("When does Beacon launch?")
         >>> from crux_nb.widgets import ExpansionView
@@ -266,10 +254,7 @@ class ExpansionView(SelectionView):
         Examples
         --------
         >>> import crux_nb
-        >>> kb = crux_nb.knowledge_base(id="docs")
-        >>> kb.add_text("plan.md", "Beacon launches in April. Priya Raman owns Beacon.")
-        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
-        >>> _ = kb.extract_entities(progress=False)
+        >>> kb = crux_nb.datasets.load_tiny(entities=True)
         >>> steps = [crux_nb.retrieve(limit=1), crux_nb.expand_relations(types=["mentions"], depth=2)]
         >>> result = kb.recipe(steps=steps).retrieve_with_trace("When does Beacon launch?")
         >>> from crux_nb.widgets import ExpansionView
