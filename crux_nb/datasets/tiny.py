@@ -13,17 +13,18 @@ import pandas as pd
 
 from ..knowledgebase import KnowledgeBase, knowledge_base
 
-__all__ = ["TINY_TEXTS", "load_tiny", "load_tiny_questions"]
+__all__ = ["TINY_TEXTS", "TINY_TEAMS", "load_tiny", "load_tiny_questions"]
 
 TINY_TEXTS: dict[str, str] = {
     "plan.md": "Beacon launches in April. Priya Raman owns Beacon.",
     "team.md": "Priya Raman leads the Platform team.",
     "ops.md": "The Platform team runs Atlas.",
 }
+TINY_TEAMS: dict[str, str] = {"plan.md": "product", "team.md": "platform", "ops.md": "platform"}
 
 
 def load_tiny(*, id: str = "docs", entities: bool = False, communities: bool = False) -> KnowledgeBase:
-    """A knowledge base of the three ``TINY_TEXTS`` sources (one chunk each).
+    """A knowledge base of the three ``TINY_TEXTS`` sources (one chunk each, metadata ``team`` from ``TINY_TEAMS``).
 
     Parameters
     ----------
@@ -55,7 +56,7 @@ def load_tiny(*, id: str = "docs", entities: bool = False, communities: bool = F
     else:
         kb = knowledge_base(id=id)
     for source_id, text in TINY_TEXTS.items():
-        kb.add_text(source_id, text)
+        kb.add_text(source_id, text, metadata={"team": TINY_TEAMS[source_id]})
     if communities:
         kb.communities.prepare(progress=False)
     elif entities:

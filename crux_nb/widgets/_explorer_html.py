@@ -137,7 +137,7 @@ def explorer_html(surface: Any, *, kb: Any = None, selected: str | None = None) 
     >>> from crux_nb.widgets import explorer_html
     >>> html = explorer_html(kb.communities)
     >>> html.startswith('<div class="crux-explorer crux-explorer-static">'), "Platform and Atlas" in html
-    (True, False)
+    (True, True)
     """
     from ._explorer_data import explorer_data
 
