@@ -67,16 +67,50 @@ class CommunitySurface:
         return None if pointer is None else pointer["generation_id"]
 
     def visible_sources(self, state: Any | None = None) -> set[str]:
+        """The source ids this scope clusters: every source, or a view's members (of ``state``, default now).
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> kb = crux_nb.datasets.load_tiny(communities=True)
+        >>> platform = kb.view(id="platform", where={"team": "platform"})
+        >>> sorted(kb.communities.visible_sources()), sorted(platform.communities.visible_sources())
+        (['ops.md', 'plan.md', 'team.md'], ['ops.md', 'team.md'])
+        """
         state = self.kb.state if state is None else state
         sources = self._sources(state)
         return set(state.documents["source_id"]) if sources is None else set(sources)
 
     def pointer(self) -> dict | None:
-        """The current generation's pointer row (generation id, fingerprints, source hashes), or None."""
+        """The current generation's pointer row (generation id, fingerprints, source hashes), or None.
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> kb = crux_nb.datasets.load_tiny(communities=True)
+        >>> pointer = kb.communities.pointer()
+        >>> pointer["scope"], pointer["generation_id"] == kb.communities.generation_id, sorted(pointer)[:3]
+        ('corpus', True, ['generation_id', 'input_fingerprint', 'scope'])
+        >>> print(kb.view(id="platform", where={"team": "platform"}).communities.pointer())  # never prepared
+        None
+        """
         return self._pointer(self.kb.state)
 
     def previous_pointer(self) -> dict | None:
-        """This scope's pointer, or for a view the newest pointer of any of its revisions."""
+        """This scope's pointer, or for a view the newest pointer of any of its revisions.
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> kb = crux_nb.datasets.load_tiny(communities=True)
+        >>> _ = kb.view(id="platform", where={"team": "platform"}).communities.prepare(progress=False)
+        >>> kb.add_text("hr.md", "Priya Raman hires for the Platform team.", metadata={"team": "platform"})
+        >>> later = kb.view(id="platform", where={"team": "platform"}).communities  # a new view revision
+        >>> print(later.pointer())
+        None
+        >>> later.previous_pointer()["scope"].startswith("view:platform@vr-"), later.previous_pointer()["scope"] != later.scope
+        (True, True)
+        """
         own = self.pointer()
         if own is not None or self.view[0] is None:
             return own
@@ -305,7 +339,20 @@ class CommunitySurface:
 
     def frame(self, table: str) -> pd.DataFrame:
         """One community table of the current generation (``communities``, ``community_members``,
-        ``reports``, ``report_findings``)."""
+        ``reports``, ``report_findings``).
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> kb = crux_nb.datasets.load_tiny(communities=True)
+        >>> kb.communities.frame("communities")[["level", "kind", "n_chunks"]]
+           level  kind  n_chunks
+        0      1  root         3
+        1      0  leaf         2
+        2      0  leaf         1
+        >>> kb.communities.frame("reports")["title"].tolist()
+        ['Platform and Atlas; Beacon and Priya Raman', 'Platform and Atlas', 'Beacon and Priya Raman']
+        """
         frame = self.kb.state.frame(table)
         return frame[frame["scope"] == self.scope].drop(columns=["scope"]).reset_index(drop=True)
 
