@@ -214,8 +214,8 @@ class ChatModel:
         ...         model.generate_object(messages=[{"role": "user", "content": "Again?"}], prompt_id="demo")
         ...     except ValidationExhaustedError as exc:
         ...         second = exc.issues
+        >>> first, second  # a fenced reply is unwrapped; prose is a content-free issue
         ({'answer': 42}, ({'path': '', 'code': 'invalid_json'},))
-        ({'answer': 42}, [{'path': '', 'code': 'invalid_json'}])
         """
         payload: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": self.temperature}
         if self.max_tokens is not None:
