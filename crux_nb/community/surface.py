@@ -134,11 +134,8 @@ class CommunitySurface:
         """``missing`` (never built), ``building``, ``ready``, or ``stale`` (the sources changed since).
 
         >>> import crux_nb
-        >>> from crux_nb.models import OfflineModel
-        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=OfflineModel()))
-        >>> kb.add_text("a.md", "Ada Park leads the Lumen launch. Ada Park works with Ben Ito in Dublin.")
-        >>> _ = kb.communities.prepare(progress=False)
-        >>> kb.add_text("b.md", "Ben Ito runs the Dublin office.")
+        >>> kb = crux_nb.datasets.load_tiny(communities=True)
+        >>> kb.add_text("hr.md", "Priya Raman hires for the Platform team.")
         >>> kb.communities.status()
         'stale'
         """
@@ -165,9 +162,7 @@ class CommunitySurface:
         still reused).
 
         >>> import crux_nb
-        >>> from crux_nb.models import OfflineModel
-        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=OfflineModel()))
-        >>> kb.add_text("a.md", "Ada Park leads the Lumen launch. Ada Park works with Ben Ito in Dublin.")
+        >>> kb = crux_nb.datasets.load_tiny(communities=True)
         >>> first = kb.communities.prepare(progress=False)
         >>> kb.communities.prepare(progress=False).status, kb.communities.prepare(force=True, progress=False).calls
         ('ready', 0)
@@ -306,12 +301,10 @@ class CommunitySurface:
         community id; ``limit`` caps the page (the next cursor is set only if more remain).
 
         >>> import crux_nb
-        >>> from crux_nb.models import OfflineModel
-        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=OfflineModel()))
-        >>> kb.add_text("a.md", "Ada Park leads the Lumen launch. Ada Park works with Ben Ito in Dublin.")
+        >>> kb = crux_nb.datasets.load_tiny(communities=True)
         >>> page = kb.communities.reports(level=0)
         >>> len(page), page.cursor, type(page[0]).__name__, page[0].findings[0].evidence
-        (1, None, 'Report', (ChunkRef(source_id='a.md', chunk_id='c0000'),))
+        (2, None, 'Report', (ChunkRef(source_id='ops.md', chunk_id='c0000'),))
         """
         owner = "communities.reports()"
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
@@ -364,13 +357,11 @@ class CommunitySurface:
         """The hierarchy as a networkx DiGraph (parent → child), nodes carrying level, kind and title.
 
         >>> import crux_nb
-        >>> from crux_nb.models import OfflineModel
-        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=OfflineModel()))
-        >>> kb.add_text("a.md", "Ada Park leads the Lumen launch. Ada Park works with Ben Ito in Dublin.")
+        >>> kb = crux_nb.datasets.load_tiny(communities=True)
         >>> _ = kb.communities.prepare(progress=False)  # reading never builds
         >>> tree = kb.communities.tree()
         >>> [(data["level"], data["kind"]) for _, data in tree.nodes(data=True)]
-        [(0, 'root')]
+        [(1, 'root'), (0, 'leaf'), (0, 'leaf')]
         """
         import networkx as nx
 
