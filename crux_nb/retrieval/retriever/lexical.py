@@ -40,11 +40,14 @@ class Leg(Protocol):
 
         Examples
         --------
-        >>> import crux_nb
-        >>> from crux_nb.retrieval import BM25Leg
-        >>> kb = crux_nb.datasets.load_tiny()
-        >>> kb.state.chunks["source_id"].tolist(), BM25Leg().scores(kb.state, "Atlas").round(4).tolist()
-        (['ops.md', 'plan.md', 'team.md'], [0.4421, 0.0, 0.0])
+        >>> import crux_nb, numpy as np
+        >>> class Mentions:  # how often the query's first word occurs in each chunk
+        ...     id = "mentions"
+        ...     def scores(self, state, query):
+        ...         return np.array([float(text.count(query.split()[0])) for text in state.chunks["content"]])
+        >>> state = crux_nb.datasets.load_tiny().state
+        >>> list(zip(state.chunks["source_id"], Mentions().scores(state, "Beacon launch").tolist()))
+        [('ops.md', 0.0), ('plan.md', 2.0), ('team.md', 0.0)]
         """
         ...
 
