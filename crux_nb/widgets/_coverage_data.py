@@ -71,11 +71,10 @@ class CoverageFinding:
 
     Examples
     --------
-    >>> import crux_nb
+    >>> import crux_nb; from crux_nb.widgets import coverage_data
     >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
     >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
     >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
-    >>> from crux_nb.widgets import coverage_data
     >>> finding = coverage_data(result).findings[1]
     >>> finding.rank, finding.statement, finding.resolution
     (2, 'Priya Raman leads the Platform team.', 'verified')
@@ -106,11 +105,10 @@ class CoverageData:
 
     Examples
     --------
-    >>> import crux_nb
+    >>> import crux_nb; from crux_nb.widgets import coverage_data
     >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
     >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
     >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
-    >>> from crux_nb.widgets import coverage_data
     >>> data = coverage_data(result)
     >>> data.coverage, data.available["reports"], data.processed["reports"], len(data.batches)
     ('exact', 2, 2, 1)
@@ -158,11 +156,10 @@ class CoverageData:
 
         Examples
         --------
-        >>> import crux_nb
+        >>> import crux_nb; from crux_nb.widgets import coverage_data
         >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
         >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
         >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
-        >>> from crux_nb.widgets import coverage_data
         >>> data = coverage_data(result)
         >>> data.find(result.hits[1].citation.finding_target).statement, data.find("finding:0000")
         ('Priya Raman leads the Platform team.', None)
@@ -337,11 +334,10 @@ class CoverageData:
 
         Examples
         --------
-        >>> import crux_nb
+        >>> import crux_nb; from crux_nb.widgets import coverage_data
         >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
         >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
         >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
-        >>> from crux_nb.widgets import coverage_data
         >>> coverage_data(result).to_frame("batch")[["batch", "prompt_id", "reports", "findings", "calls", "ok"]]
            batch             prompt_id  reports  findings  calls    ok
         0      1  globalSearch:batch:1        2         4      1  True

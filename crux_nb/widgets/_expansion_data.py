@@ -85,11 +85,10 @@ class ExpansionData:
 
     Examples
     --------
-    >>> import crux_nb
+    >>> import crux_nb; from crux_nb.widgets import expansion_data
     >>> kb = crux_nb.datasets.load_tiny(entities=True)
     >>> steps = [crux_nb.retrieve(limit=1), crux_nb.expand_relations(types=["mentions"], depth=2)]
     >>> result = kb.recipe(steps=steps).retrieve_with_trace("When does Beacon launch?")
-    >>> from crux_nb.widgets import expansion_data
     >>> data = expansion_data(result, kb=kb)
     >>> data.seeds, data.edge_types, data.max_distance
     (('chunk:plan.md:c0000', 'entity:beacon'), ('mentions',), 2)

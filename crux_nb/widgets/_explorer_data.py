@@ -32,9 +32,8 @@ class CommunityInfo:
 
     Examples
     --------
-    >>> import crux_nb
+    >>> import crux_nb; from crux_nb.widgets import explorer_data
     >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
-    >>> from crux_nb.widgets import explorer_data
     >>> leaf = explorer_data(kb.communities).order()[1]
     >>> leaf.level, leaf.kind, leaf.title, leaf.n_chunks, leaf.has_report
     (0, 'leaf', 'Platform and Atlas', 2, True)
@@ -66,9 +65,8 @@ class ExplorerData:
 
     Examples
     --------
-    >>> import crux_nb
+    >>> import crux_nb; from crux_nb.widgets import explorer_data
     >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
-    >>> from crux_nb.widgets import explorer_data
     >>> data = explorer_data(kb.communities)
     >>> data.status, data.levels, len(data.communities)
     ('ready', (1, 0), 3)

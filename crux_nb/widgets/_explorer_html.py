@@ -132,9 +132,8 @@ def explorer_html(surface: Any, *, kb: Any = None, selected: str | None = None) 
 
     Examples
     --------
-    >>> import crux_nb
+    >>> import crux_nb; from crux_nb.widgets import explorer_html
     >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
-    >>> from crux_nb.widgets import explorer_html
     >>> html = explorer_html(kb.communities)
     >>> html.startswith('<div class="crux-explorer crux-explorer-static">'), "Platform and Atlas" in html
     (True, True)

@@ -41,11 +41,10 @@ class CoverageView(SelectionView):
 
     Examples
     --------
-    >>> import crux_nb
+    >>> import crux_nb; from crux_nb.widgets import CoverageView
     >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
     >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
     >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
-    >>> from crux_nb.widgets import CoverageView
     >>> view = CoverageView(result, kb=kb)
     >>> view
     CoverageView(step='global-search', coverage='exact', findings=2, reports=2/2, batches=1, calls=1)
@@ -144,11 +143,10 @@ class CoverageView(SelectionView):
 
         Examples
         --------
-        >>> import crux_nb
+        >>> import crux_nb; from crux_nb.widgets import CoverageView
         >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
         >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
         >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
-        >>> from crux_nb.widgets import CoverageView
         >>> view = CoverageView(result, kb=kb)
         >>> view.to_frame()[["rank", "score", "statement", "resolution"]]
            rank   score                             statement resolution
@@ -189,11 +187,10 @@ class CoverageView(SelectionView):
 
         Examples
         --------
-        >>> import crux_nb
+        >>> import crux_nb; from crux_nb.widgets import CoverageView
         >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
         >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
         >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
-        >>> from crux_nb.widgets import CoverageView
         >>> view = CoverageView(result, kb=kb)
         >>> view.selected = view.findings[1]
         >>> html = view.to_html()

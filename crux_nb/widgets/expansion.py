@@ -39,11 +39,10 @@ class ExpansionView(SelectionView):
 
     Examples
     --------
-    >>> import crux_nb
+    >>> import crux_nb; from crux_nb.widgets import ExpansionView
     >>> kb = crux_nb.datasets.load_tiny(entities=True)
     >>> steps = [crux_nb.retrieve(limit=1), crux_nb.expand_relations(types=["mentions"], depth=2)]
     >>> result = kb.recipe(steps=steps).retrieve_with_trace("When does Beacon launch?")
-    >>> from crux_nb.widgets import ExpansionView
     >>> view = ExpansionView(result, kb=kb)
     >>> view
     ExpansionView(step='expand-relations', added=2, seeds=2)
@@ -142,11 +141,10 @@ class ExpansionView(SelectionView):
 
         Examples
         --------
-        >>> import crux_nb
+        >>> import crux_nb; from crux_nb.widgets import ExpansionView
         >>> kb = crux_nb.datasets.load_tiny(entities=True)
         >>> steps = [crux_nb.retrieve(limit=1), crux_nb.expand_relations(types=["mentions"], depth=2)]
         >>> result = kb.recipe(steps=steps).retrieve_with_trace("When does Beacon launch?")
-        >>> from crux_nb.widgets import ExpansionView
         >>> view = ExpansionView(result).filter(max_distance=1)
         >>> view, [x.ref for x in view.visible]
         (ExpansionView(step='expand-relations', added=2, seeds=2, shown=1), ['chunk:team.md:c0000'])
@@ -174,11 +172,10 @@ class ExpansionView(SelectionView):
 
         Examples
         --------
-        >>> import crux_nb
+        >>> import crux_nb; from crux_nb.widgets import ExpansionView
         >>> kb = crux_nb.datasets.load_tiny(entities=True)
         >>> steps = [crux_nb.retrieve(limit=1), crux_nb.expand_relations(types=["mentions"], depth=2)]
         >>> result = kb.recipe(steps=steps).retrieve_with_trace("When does Beacon launch?")
-        >>> from crux_nb.widgets import ExpansionView
         >>> ExpansionView(result).to_frame()[["ref", "seed", "hops", "distance", "score"]]
                            ref                 seed  hops  distance  score
         0  chunk:team.md:c0000  chunk:plan.md:c0000     2         1   1.00
@@ -194,11 +191,10 @@ class ExpansionView(SelectionView):
 
         Examples
         --------
-        >>> import crux_nb
+        >>> import crux_nb; from crux_nb.widgets import ExpansionView
         >>> kb = crux_nb.datasets.load_tiny(entities=True)
         >>> steps = [crux_nb.retrieve(limit=1), crux_nb.expand_relations(types=["mentions"], depth=2)]
         >>> result = kb.recipe(steps=steps).retrieve_with_trace("When does Beacon launch?")
-        >>> from crux_nb.widgets import ExpansionView
         >>> view = ExpansionView(result)
         >>> graph = view.to_networkx()
         >>> graph.number_of_nodes(), graph.number_of_edges(), "entity:platform" in graph
@@ -253,11 +249,10 @@ class ExpansionView(SelectionView):
 
         Examples
         --------
-        >>> import crux_nb
+        >>> import crux_nb; from crux_nb.widgets import ExpansionView
         >>> kb = crux_nb.datasets.load_tiny(entities=True)
         >>> steps = [crux_nb.retrieve(limit=1), crux_nb.expand_relations(types=["mentions"], depth=2)]
         >>> result = kb.recipe(steps=steps).retrieve_with_trace("When does Beacon launch?")
-        >>> from crux_nb.widgets import ExpansionView
         >>> html = ExpansionView(result).filter(max_distance=1).to_html()
         >>> html.count("<svg"), "chunk:team.md:c0000" in html, "chunk:ops.md:c0000" in html
         (1, True, False)

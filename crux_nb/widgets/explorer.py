@@ -34,9 +34,8 @@ class CommunityExplorer(SelectionView):
 
     Examples
     --------
-    >>> import crux_nb
+    >>> import crux_nb; from crux_nb.widgets import CommunityExplorer
     >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
-    >>> from crux_nb.widgets import CommunityExplorer
     >>> view = CommunityExplorer(kb.communities)
     >>> view
     CommunityExplorer(scope='corpus', status='ready', communities=3, levels=2)
@@ -112,9 +111,8 @@ class CommunityExplorer(SelectionView):
 
         Examples
         --------
-        >>> import crux_nb
+        >>> import crux_nb; from crux_nb.widgets import CommunityExplorer
         >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
-        >>> from crux_nb.widgets import CommunityExplorer
         >>> CommunityExplorer(kb.communities).to_frame()[["level", "kind", "n_chunks", "findings", "title"]]
            level  kind  n_chunks  findings                                       title
         0      1  root         3         4  Platform and Atlas; Beacon and Priya Raman
@@ -149,9 +147,8 @@ class CommunityExplorer(SelectionView):
 
         Examples
         --------
-        >>> import crux_nb
+        >>> import crux_nb; from crux_nb.widgets import CommunityExplorer
         >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
-        >>> from crux_nb.widgets import CommunityExplorer
         >>> view = CommunityExplorer(kb.communities)
         >>> view.selected = view.communities[1]
         >>> html = view.to_html()
