@@ -7,7 +7,7 @@ sources once, then times on the same state, in the same process:
 * ``add_entities`` of the 80,000 entity rows, and ``add_edges`` of the 500,000 edges,
   through the public code path (column-wise checks, :mod:`crux_nb.store.rows_fast`);
 * the same calls through the row-by-row reference (:mod:`crux_nb.store.rows`, the
-  implementation before vectorising), by making the fast path decline every frame.
+  implementation before vectorising, merged as before: ``bench/_add_edges_previous.py``).
 
 Both states are compared frame by frame (they must be equal), and a frame with one
 bad row at the end is rejected by both with the same error. Target: 500k edges in
@@ -26,7 +26,6 @@ import os
 import sys
 import time
 from pathlib import Path
-from unittest import mock
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -34,10 +33,10 @@ if str(ROOT) not in sys.path:
 
 import pandas as pd  # noqa: E402
 
-import crux_nb.store.state as state_module  # noqa: E402
 from crux_nb.errors import CruxError  # noqa: E402
 import crux_nb  # noqa: E402
 
+from bench import _add_edges_previous as rowwise  # noqa: E402
 from bench._common import OUT_DIR, fmt_num, machine_info, markdown_table, write_summary, write_text  # noqa: E402
 from bench.neighbors import FULL, SMALL, entity_frame, make_graph, source_frame  # noqa: E402
 
@@ -51,9 +50,11 @@ def _timed(fn) -> tuple[float, float, object]:
     return time.perf_counter() - start, time.process_time() - cpu, out
 
 
-def _rowwise():
-    """Make both fast paths decline, so the row-by-row reference runs (the old implementation)."""
-    return mock.patch.multiple(state_module, fast_edge_rows=lambda *a, **k: None, fast_entity_rows=lambda *a, **k: None)
+def _public(kb, state, add):
+    """``kb.add_entities`` / ``kb.add_edges`` (``add``) applied to ``state``: the public path; returns the new state."""
+    kb.commit(lambda _: state)
+    add()
+    return kb.state
 
 
 def _same_state(a, b) -> bool:
@@ -75,18 +76,16 @@ def run(small: bool) -> tuple[list[dict], str]:
     kb.add_frame(source_frame(syn, cfg), id_column="id", text_column="text", format="text")
     base = kb.state
     entities, edges = entity_frame(syn), syn.edges
-    t_ent_fast, c_ent_fast, ent_state = _timed(lambda: state_module.with_entities(base, entities))
-    t_edge_fast, c_edge_fast, fast_state = _timed(lambda: state_module.with_edges(ent_state, edges))
-    with _rowwise():
-        t_ent_slow, c_ent_slow, ent_slow = _timed(lambda: state_module.with_entities(base, entities))
-        t_edge_slow, c_edge_slow, slow_state = _timed(lambda: state_module.with_edges(ent_slow, edges))
+    t_ent_fast, c_ent_fast, ent_state = _timed(lambda: _public(kb, base, lambda: kb.add_entities(entities)))
+    t_edge_fast, c_edge_fast, fast_state = _timed(lambda: _public(kb, ent_state, lambda: kb.add_edges(edges)))
+    t_ent_slow, c_ent_slow, ent_slow = _timed(lambda: rowwise.with_entities(base, entities))
+    t_edge_slow, c_edge_slow, slow_state = _timed(lambda: rowwise.with_edges(ent_slow, edges))
     same = _same_state(fast_state, slow_state) and _same_state(ent_state, ent_slow)
     bad = pd.concat([edges.iloc[:1000], pd.DataFrame({"from_ref": ["chunk:nope:c0"], "to_ref": [edges["to_ref"][0]],
                                                      "type": ["mentions"], "evidence": [[edges["evidence"][0][0]]]})],
                     ignore_index=True)
-    fast_error = _error(lambda: state_module.with_edges(ent_state, bad))
-    with _rowwise():
-        slow_error = _error(lambda: state_module.with_edges(ent_state, bad))
+    fast_error = _error(lambda: _public(kb, ent_state, lambda: kb.add_edges(bad)))
+    slow_error = _error(lambda: rowwise.with_edges(ent_state, bad))
     if not same or fast_error is None or fast_error != slow_error:
         raise SystemExit(f"fast and row-wise paths disagree: same state {same}, errors {fast_error} vs {slow_error}")
     n_edges, n_ent = len(edges), len(entities)

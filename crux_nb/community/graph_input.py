@@ -20,7 +20,18 @@ RESIDUAL_WEIGHT = 0.1
 
 @dataclass(frozen=True)
 class CommunityGraph:
-    """Sorted node names, weighted links between node indices, and per-node report input sizes."""
+    """Sorted node names, weighted links between node indices, and per-node report input sizes.
+
+    ``nodes``: chunk refs, then entity refs, sorted; ``links``: ``(i, j, weight)`` with ``i < j``, sorted;
+    ``sizes``: estimated report input characters per node; ``chunk_count``: how many nodes are chunks
+    (the first ones). Built by :func:`crux_nb.community.community_graph`, or by hand.
+
+    Examples
+    --------
+    >>> g = CommunityGraph(nodes=("chunk:a:1", "entity:x"), links=((0, 1, 2.0),), sizes=(40, 5), chunk_count=1)
+    >>> g.is_chunk(0), g.is_chunk(1)
+    (True, False)
+    """
 
     nodes: tuple[str, ...]  # chunk refs and entity refs, sorted
     links: tuple[tuple[int, int, float], ...]  # (i, j, weight) with i < j, sorted

@@ -17,6 +17,7 @@ import pandas as pd
 
 from .._hashing import stable_hash
 from ..errors import ParameterError
+from .cluster import Community
 from .config import CommunitiesConfig
 from .frames import (generation_frames, input_fingerprint, read_communities, read_reports,
                      reusable_reports, with_generation)
@@ -244,7 +245,8 @@ class CommunitySurface:
         if incremental and previous is not None and previous["strategy_fingerprint"] == strategy:
             tree = read_communities(state, self.scope)  # start from it: unchanged communities keep their ids
         comms = cluster(build_graph(state, sources), resolution=self.config.resolution, seed=self.config.seed,
-                        max_children=self.config.max_children, previous=tree)
+                        max_children=self.config.max_children, previous=tree,
+                        engine=self.config.incremental_engine)
         chunk_text = dict(zip(state.chunks["ref"], state.chunks["content"]))
         entities = {r: (n, d) for r, n, d in zip(state.entities["ref"], state.entities["canonical_name"],
                                                   state.entities["description"])}
@@ -373,6 +375,24 @@ class CommunitySurface:
             if isinstance(row.parent_id, str):
                 graph.add_edge(row.parent_id, row.community_id)
         return graph
+
+    def records(self) -> list[Community]:
+        """The current generation's communities as :class:`~crux_nb.community.Community` records, by (level, id):
+        leaves with their members, parents with their children (empty before the first ``prepare()``).
+
+        The ``previous=`` of :func:`~crux_nb.community.cluster_graph`, and what the frames hold, as objects.
+
+        >>> import crux_nb
+        >>> from crux_nb.models import OfflineModel
+        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=OfflineModel()))
+        >>> kb.add_text("a.md", "Ada Park leads the Lumen launch. Ada Park works with Ben Ito in Dublin.")
+        >>> kb.communities.records()  # reading never builds
+        []
+        >>> _ = kb.communities.prepare(progress=False)
+        >>> [(c.kind, c.chunk_refs) for c in kb.communities.records()]
+        [('root', ('chunk:a.md:c0000',))]
+        """
+        return read_communities(self.kb.state, self.scope)
 
     def __repr__(self) -> str:
         return f"Communities(id={self.config.id!r}, scope={self.scope!r}, status={self.status()!r}, communities={self._count()})"
