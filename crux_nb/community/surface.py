@@ -70,8 +70,6 @@ class CommunitySurface:
     def visible_sources(self, state: Any | None = None) -> set[str]:
         """The source ids this scope clusters: every source, or a view's members (of ``state``, default now).
 
-        Examples
-        --------
         >>> import crux_nb
         >>> kb = crux_nb.datasets.load_tiny(communities=True)
         >>> platform = kb.view(id="platform", where={"team": "platform"})
@@ -85,8 +83,6 @@ class CommunitySurface:
     def pointer(self) -> dict | None:
         """The current generation's pointer row (generation id, fingerprints, source hashes), or None.
 
-        Examples
-        --------
         >>> import crux_nb
         >>> kb = crux_nb.datasets.load_tiny(communities=True)
         >>> pointer = kb.communities.pointer()
@@ -100,8 +96,6 @@ class CommunitySurface:
     def previous_pointer(self) -> dict | None:
         """This scope's pointer, or for a view the newest pointer of any of its revisions.
 
-        Examples
-        --------
         >>> import crux_nb
         >>> kb = crux_nb.datasets.load_tiny(communities=True)
         >>> _ = kb.view(id="platform", where={"team": "platform"}).communities.prepare(progress=False)
@@ -336,8 +330,6 @@ class CommunitySurface:
         """One community table of the current generation (``communities``, ``community_members``,
         ``reports``, ``report_findings``).
 
-        Examples
-        --------
         >>> import crux_nb
         >>> kb = crux_nb.datasets.load_tiny(communities=True)
         >>> kb.communities.frame("communities")[["level", "kind", "n_chunks"]]
