@@ -39,6 +39,16 @@ class CommunityGraph:
     chunk_count: int
 
     def is_chunk(self, i: int) -> bool:
+        """Whether node ``i`` is a chunk (else an entity).
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> from crux_nb.community import community_graph
+        >>> g = community_graph(crux_nb.datasets.load_tiny(entities=True))
+        >>> [(g.nodes[i], g.is_chunk(i)) for i in (0, g.chunk_count)], g.chunk_count
+        ([('chunk:ops.md:c0000', True), ('entity:atlas', False)], 3)
+        """
         return self.nodes[i].startswith("chunk:")
 
 
