@@ -155,23 +155,26 @@ class _State:
 
 
 def descend(units: list[Report], rate: Callable[[list[Report], int], dict[str, float]], *, leaves: bool = True,
-            threshold: float = THRESHOLD, budget: int | None = None, max_calls: int = MAX_CALLS,
+            mappable: set[str] | None = None, threshold: float = THRESHOLD, budget: int | None = None, max_calls: int = MAX_CALLS,
             fallback: str = FALLBACK, prior: dict[str, float] | None = None,
             rating_cost: Callable[[list[Report]], int] | None = None) -> tuple[set[str], AdaptiveTrace, list[dict]]:
     """Best-first rated descent (see the module docstring); returns (selected ids, trace, truncations).
 
     ``rate(batch_units, call_index) -> {community_id: rating}`` makes one model call per batch. With
-    ``leaves=False`` (overview, which maps parents only) leaves are neither rated nor mapped.
+    ``leaves=False`` (overview, which maps parents only) leaves are neither rated nor mapped; ``mappable`` (the
+    ids the detail maps, :func:`~.units.select_detail`) overrides that rule. Only mappable units and their
+    ancestors are rated.
     ``rating_cost(batch_units)`` measures a rating call against the budget (default: title + summary
     characters; the step passes the call's real input size).
     """
     by_parent: dict[str | None, list[Report]] = {}
     for u in units:
         by_parent.setdefault(u.parent_id, []).append(u)
-    parents = set(by_parent) - {None}
-    if not leaves:
-        by_parent = {p: [u for u in kids if u.community_id in parents] for p, kids in by_parent.items()}
-    mappable = {u.community_id for u in units if (u.community_id in parents) != leaves}
+    if mappable is None:
+        parents = set(by_parent) - {None}
+        mappable = {u.community_id for u in units if (u.community_id in parents) != leaves}
+    wanted = _with_ancestors(units, mappable)  # only a mappable unit or the way to one is worth a rating
+    by_parent = {p: [u for u in kids if u.community_id in wanted] for p, kids in by_parent.items()}
     st = _State(threshold, budget, max_calls, fallback, prior or {}, mappable,
                 {p: sorted(k, key=lambda u: u.community_id) for p, k in by_parent.items() if p is not None})
     if rating_cost is not None:
@@ -206,6 +209,16 @@ def descend(units: list[Report], rate: Callable[[list[Report], int], dict[str, f
     trace = AdaptiveTrace(threshold, visited, skipped, st.calls, budget, st.spent, fallback, bool(st.truncations))
     selected = {c for c, r in st.rows.items() if r.selected}
     return selected, trace, st.truncations
+
+
+def _with_ancestors(units: list[Report], ids: set[str]) -> set[str]:
+    parent = {u.community_id: u.parent_id for u in units}
+    out: set[str] = set()
+    for cid in ids:
+        while cid is not None and cid not in out:
+            out.add(cid)
+            cid = parent.get(cid)
+    return out
 
 
 def _next_batch(st: _State) -> list[tuple[Report, bool]]:

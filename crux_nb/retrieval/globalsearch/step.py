@@ -132,7 +132,7 @@ class GlobalSearchStep(Step):
         if self.scan == "adaptive" and rate is not None:
             units = list(freshness.units)
             chosen, adaptive, cut = descend(
-                units, rate, leaves=detail == "detailed", threshold=self.threshold, max_calls=self.max_calls,
+                units, rate, mappable={u.community_id for u in available}, threshold=self.threshold, max_calls=self.max_calls,
                 budget=budget_chars(self.budget, available), fallback=self.fallback,
                 prior=_prior(self.prior, units, query),
                 rating_cost=lambda batch: len(canonical_json([query, [u.rating_payload() for u in batch]])))

@@ -127,9 +127,28 @@ def _touching(state: Any, scope: str, removed: set[str], reports: list[Any]) -> 
 
 
 def select_detail(units: list[Report], detail: str) -> list[Report]:
-    """``overview``: every unit that is some unit's parent; ``detailed``: all the others."""
+    """``detailed``: every leaf (a unit that is no unit's parent); ``overview``: every parent, plus every
+    *top-level leaf*: a leaf with no parent (a forest's top level, e.g. an imported GraphRAG index) or whose
+    parent is the one root.
+
+    A top-level leaf has no coarser report of its own: in a forest nothing covers it, and a single root's
+    report keeps only a few of its children's findings (``max_findings`` of them, shared by all its
+    children), so without it overview would not cover the corpus, and on a shallow tree (a root over a
+    few parents and many leaves) it would be too few reports for an adaptive scan to choose among.
+
+    >>> from crux_nb.community import Report
+    >>> tree = [Report("root", 2, None, "", ""), Report("p", 1, "root", "", ""),
+    ...         Report("p-leaf", 0, "p", "", ""), Report("top-leaf", 0, "root", "", "")]
+    >>> [u.community_id for u in select_detail(tree, "overview")], [u.community_id for u in select_detail(tree, "detailed")]
+    (['top-leaf', 'p', 'root'], ['p-leaf', 'top-leaf'])
+    """
     parents = {u.parent_id for u in units if u.parent_id is not None}
-    chosen = [u for u in units if (u.community_id in parents) == (detail == "overview")]
+    roots = [u.community_id for u in units if u.parent_id is None]
+    top = {None, roots[0]} if len(roots) == 1 else {None}
+    if detail == "overview":
+        chosen = [u for u in units if u.community_id in parents or u.parent_id in top]
+    else:
+        chosen = [u for u in units if u.community_id not in parents]
     return sorted(chosen, key=lambda u: (u.level, u.community_id))
 
 
