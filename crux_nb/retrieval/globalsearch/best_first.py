@@ -204,6 +204,8 @@ def descend(units: list[Report], rate: Callable[[list[Report], int], dict[str, f
     if fallback == "budget":
         _fill(st, units)
     _guard(st, units)
+    for cut in st.truncations:  # a queued community the fill or the guard mapped after all was read
+        cut["community_ids"] = [c for c in cut["community_ids"] if not st.rows[c].selected]
     visited = tuple(st.rows[c] for c in st.order if st.rows[c].decision == "visited")
     skipped = tuple(st.rows[c] for c in st.order if st.rows[c].decision != "visited")
     trace = AdaptiveTrace(threshold, visited, skipped, st.calls, budget, st.spent, fallback, bool(st.truncations))
