@@ -5,7 +5,8 @@ Same process, same trees, same questions (``bench/carol_global_questions.csv``):
 * before: ``OfflineModel(map_score="batch-bm25")`` (offline model v3's map, BM25 with idf over the batch) and
   the previous overview rule (parents only), patched in for the run;
 * after: ``OfflineModel()`` (v4, :func:`crux_nb.models.text.match_scores`) and the current
-  :func:`~crux_nb.retrieval.globalsearch.units.select_detail` (parents plus top-level leaves).
+  :func:`~crux_nb.retrieval.globalsearch.units.select_detail` (parents plus the leaves no report one level up
+  covers).
 
 Per tree (crux_nb's own community tree of the Carol, and GraphRAG's index read with ``read_graphrag``) and
 detail: adaptive / scan-all input characters and overlap@10 (as ``bench.global_search``) for all questions

@@ -4,7 +4,8 @@ The descent rates communities in small batches, best first: an unrated community
 ordered by its parent's rating (the root counts as 100), then by a cheap lexical prior (no model call; by default
 :func:`finding_prior`, the BM25 score of the report's best finding statement, idf over every statement
 of the tree), then by level and id. A community rated at or above ``threshold`` is *visited*: its children join the queue,
-and if it is one of the units the detail maps (leaves for ``detailed``; parents and top-level leaves for ``overview``) it is
+and if it is one of the units the detail maps (:func:`~.units.select_detail`: leaves for ``detailed``,
+parents and uncovered leaves for ``overview``) it is
 *selected* for mapping. When every child of a visited community has been rated and none passed, the
 fallback decides (``"best"``: follow the best child anyway, by rating then prior; ``"next-level"``:
 GraphRAG's dynamic-selection rule, queue every grandchild; ``"none"``: stop there). If the descent

@@ -247,8 +247,8 @@ def global_search(*, model: Any, scan: Literal["all", "adaptive"] = "all",
     scan : {"all", "adaptive"}
         Map every report of the chosen detail, or run the best-first rated descent.
     detail : {"auto", "overview", "detailed"}
-        Parent reports and top-level leaves (see :func:`~.units.select_detail`), leaf reports, or a choice
-        from the query and the hierarchy.
+        Parent reports and the leaves no report one level up covers (see :func:`~.units.select_detail`),
+        leaf reports, or a choice from the query and the hierarchy.
     limit : int
         Finding hits returned.
     threshold : float

@@ -127,14 +127,15 @@ def _touching(state: Any, scope: str, removed: set[str], reports: list[Any]) -> 
 
 
 def select_detail(units: list[Report], detail: str) -> list[Report]:
-    """``detailed``: every leaf (a unit that is no unit's parent); ``overview``: every parent, plus every
-    *top-level leaf*: a leaf with no parent (a forest's top level, e.g. an imported GraphRAG index) or whose
-    parent is the one root.
+    """``detailed``: every leaf (a unit that is no unit's parent); ``overview``: every parent, plus every leaf
+    that no report one level up covers: a leaf with no parent (a forest's top level, e.g. an imported GraphRAG
+    index) or whose parent is above level 1 (the leaf sits beside a sibling that has children of its own).
 
-    A top-level leaf has no coarser report of its own: in a forest nothing covers it, and a single root's
-    report keeps only a few of its children's findings (``max_findings`` of them, shared by all its
-    children), so without it overview would not cover the corpus, and on a shallow tree (a root over a
-    few parents and many leaves) it would be too few reports for an adaptive scan to choose among.
+    Such a leaf has no coarse report of its own: in a forest nothing covers it, and a report two or more
+    levels up keeps only a few of its children's findings (``max_findings``, shared by all of them), so
+    without it overview would not cover the corpus, and on a ragged, shallow tree (a root over a few
+    parents and many leaves) it would be too few reports for an adaptive scan to choose among. On a tree
+    whose leaves all sit at the same depth, overview is exactly the parents.
 
     >>> from crux_nb.community import Report
     >>> tree = [Report("root", 2, None, "", ""), Report("p", 1, "root", "", ""),
@@ -143,12 +144,10 @@ def select_detail(units: list[Report], detail: str) -> list[Report]:
     (['top-leaf', 'p', 'root'], ['p-leaf', 'top-leaf'])
     """
     parents = {u.parent_id for u in units if u.parent_id is not None}
-    roots = [u.community_id for u in units if u.parent_id is None]
-    top = {None, roots[0]} if len(roots) == 1 else {None}
-    if detail == "overview":
-        chosen = [u for u in units if u.community_id in parents or u.parent_id in top]
-    else:
-        chosen = [u for u in units if u.community_id not in parents]
+    if detail != "overview":
+        return sorted((u for u in units if u.community_id not in parents), key=lambda u: (u.level, u.community_id))
+    level = {u.community_id: u.level for u in units}
+    chosen = [u for u in units if u.community_id in parents or u.parent_id is None or level.get(u.parent_id, 0) >= 2]
     return sorted(chosen, key=lambda u: (u.level, u.community_id))
 
 
