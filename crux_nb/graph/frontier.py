@@ -76,15 +76,25 @@ class Traversal:
         texts = self._texts(distinct[order])
         return [w if n == 1 else f"{w} ({n} times)" for w, n in zip(texts, counts[order].tolist())]
 
+    def _tree(self, rank: int) -> tuple[np.ndarray, np.ndarray]:
+        """(nodes the seed's search read, sorted; the entry that discovered each), built on first use."""
+        tree = self._trees[rank]
+        if isinstance(tree, list):  # (frontier nodes, their entries) per generation
+            nodes = np.concatenate([f for f, _ in tree]) if tree else np.zeros(0, dtype=np.int64)
+            entries = np.concatenate([e for _, e in tree]) if tree else np.zeros(0, dtype=np.int64)
+            order = np.argsort(nodes, kind="stable")  # a node is discovered once per search
+            tree = self._trees[rank] = (nodes[order], entries[order])
+        return tree
+
     def path(self, i: int) -> tuple[list[int], list[int]]:
         """(node codes from the seed, edge type codes) of candidate ``i``'s recorded route."""
         rank = int(self.seed_rank[i])
-        found_by = self._trees[rank]  # per node of the seed's search, the entry that discovered it
+        found, by = self._tree(rank)
         nodes, types = [int(self.codes[i])], [int(self._via_type[i])]
         node = int(self._via[i])
         while node != self._seeds[rank]:
             nodes.append(node)
-            entry = int(found_by[node])
+            entry = int(by[np.searchsorted(found, node)])
             types.append(int(self._view.etype[entry]))
             node = int(self._view.owner[entry])
         nodes.append(node)
@@ -257,9 +267,9 @@ class _Run:
     def seed(self, rank: int, seed: int, weight: float | None):
         """One seed's breadth-first search, a generation at a time; its (parent, type) tree and touched mask."""
         n, view = len(self.index.refs), self.view
-        # written for every node this search discovers, and only those are ever read (paths walk back from
-        # a read node to the seed): no initialisation needed
-        found_by = np.empty(n, dtype=np.int64)
+        # per generation, the frontier (the nodes read next) and the entry that discovered each: paths walk
+        # back from a read node to the seed through these (a node-sized array per seed costs page faults)
+        found_by: list[tuple[np.ndarray, np.ndarray]] = []
         seen = np.zeros(n, dtype=bool)
         touched = np.zeros(self.max_candidates, dtype=bool)  # per candidate slot
         seen[seed] = True
@@ -296,7 +306,7 @@ class _Run:
             first = fresh[below[self.stamps[fp[below]] == below + stamp]]
             seen[fp] = True
             frontier, fdist = peer[first], nxt[first]
-            found_by[frontier] = ent[first]
+            found_by.append((frontier, ent[first]))
             if passed is not None:  # mass reaching a node in this generation is what it passes on when read
                 position = self.position
                 position[frontier] = np.arange(len(frontier), dtype=np.int32)
