@@ -76,15 +76,25 @@ class Traversal:
         texts = self._texts(distinct[order])
         return [w if n == 1 else f"{w} ({n} times)" for w, n in zip(texts, counts[order].tolist())]
 
+    def _tree(self, rank: int) -> tuple[np.ndarray, np.ndarray]:
+        """(nodes the seed's search read, sorted; the entry that discovered each), built on first use."""
+        tree = self._trees[rank]
+        if isinstance(tree, list):  # (frontier nodes, their entries) per generation
+            nodes = np.concatenate([f for f, _ in tree]) if tree else np.zeros(0, dtype=np.int64)
+            entries = np.concatenate([e for _, e in tree]) if tree else np.zeros(0, dtype=np.int64)
+            order = np.argsort(nodes, kind="stable")  # a node is discovered once per search
+            tree = self._trees[rank] = (nodes[order], entries[order])
+        return tree
+
     def path(self, i: int) -> tuple[list[int], list[int]]:
         """(node codes from the seed, edge type codes) of candidate ``i``'s recorded route."""
         rank = int(self.seed_rank[i])
-        found_by = self._trees[rank]  # per node of the seed's search, the entry that discovered it
+        found, by = self._tree(rank)
         nodes, types = [int(self.codes[i])], [int(self._via_type[i])]
         node = int(self._via[i])
         while node != self._seeds[rank]:
             nodes.append(node)
-            entry = int(found_by[node])
+            entry = int(by[np.searchsorted(found, node)])
             types.append(int(self._view.etype[entry]))
             node = int(self._view.owner[entry])
         nodes.append(node)
@@ -92,9 +102,8 @@ class Traversal:
 
     def supports(self, i: int) -> list[int]:
         """Codes of the distinct seeds whose traversal reached candidate ``i``, sorted."""
-        code = int(self.codes[i])
         return sorted({self._seeds[r] for r, touched in enumerate(self._touched)
-                       if touched is not None and touched[code]})
+                       if touched is not None and touched[i]})
 
 
 def _slices(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -117,67 +126,81 @@ class _Run:
         self.slot = np.full(n, -1, dtype=np.int32)
         self.codes: list[np.ndarray] = []
         self.count = 0
+        # a candidate's best route, per candidate slot (only candidates have one)
         big = np.iinfo(np.int64).max
-        self.best_dist = np.full(n, big, dtype=np.int64)
-        self.best_rank = np.full(n, big, dtype=np.int64)
-        self.via = np.full(n, -1, dtype=np.int64)
-        self.via_type = np.full(n, -1, dtype=np.int64)
+        self.best_dist = np.full(max_candidates, big, dtype=np.int64)
+        self.best_rank = np.full(max_candidates, big, dtype=np.int64)
+        self.via = np.full(max_candidates, -1, dtype=np.int64)
+        self.via_type = np.full(max_candidates, -1, dtype=np.int64)
         self.mass = np.zeros(max_candidates)  # per candidate slot
         self.tokens: list[np.ndarray] = []
         self.capped = False
         self.scratch = np.full(n, -1, dtype=np.int64)
+        self.stamps, self.stamp = np.full(n, -1, dtype=np.int64), 0
+        self.slot_scratch = np.full(max_candidates, -1, dtype=np.int64)
         self.position = np.full(n, -1, dtype=np.int32)
         self.parts: list[np.ndarray | None] = []  # mass per candidate slot, one part per generation, in order
         self.deferred: list[tuple] = []  # terminal generations past the ceiling, settled in finish()
 
-    def first(self, values: np.ndarray) -> np.ndarray:
+    def first(self, values: np.ndarray, scratch: np.ndarray | None = None) -> np.ndarray:
         """Positions of each value's first occurrence, in position order (no sort: a scatter, then a gather)."""
         if not len(values):
             return np.zeros(0, dtype=np.int64)
+        scratch = self.scratch if scratch is None else scratch
         idx = np.arange(len(values))
-        self.scratch[values[::-1]] = idx[::-1]  # later writes win: the earliest position stays
-        firsts = idx[self.scratch[values] == idx]
-        self.scratch[values] = -1
+        scratch[values[::-1]] = idx[::-1]  # later writes win: the earliest position stays
+        firsts = idx[scratch[values] == idx]
+        scratch[values] = -1
         return firsts
 
-    def candidates(self, rank, seed, peer, nxt, ent, lengths, contrib, touched) -> int | None:
-        """Create, support and improve candidates from one generation's entries; the read position that hit
-        the candidate ceiling, if one did."""
-        at = np.flatnonzero(peer != seed)
-        cp = peer[at]
-        if not len(cp):
-            return None
+    def candidates(self, rank, seed, peer, nxt, ent, ends, passed, touched) -> int | None:
+        """Create, support and improve candidates from one generation's entries (``ends``: the cumulative
+        entries per read node); the read position that hit the candidate ceiling, if one did."""
         cap_at = None
         if not self.capped:
+            at = np.flatnonzero(peer != seed)
+            cp = peer[at]
+            if not len(cp):
+                return None
             new = self.first(cp)
             new = new[self.slot[cp[new]] < 0]
             room = self.max_candidates - self.count
             if len(new) > room:
-                cap_at = int(np.searchsorted(np.cumsum(lengths), at[new[room]], side="right"))
+                cap_at = int(np.searchsorted(ends, at[new[room]], side="right"))
                 self.capped = True
                 new = new[:room]
             self.slot[cp[new]] = self.count + np.arange(len(new))
             self.codes.append(cp[new])
             self.count += len(new)
-        slots = self.slot[cp]
-        ok = np.flatnonzero(slots >= 0)
-        at, cp = at[ok], cp[ok]
-        if contrib is not None:
-            self.parts.append(np.bincount(slots[ok], weights=contrib[at], minlength=len(self.mass)))
-        touched[cp] = True
-        # per peer, the first entry with the smallest distance improves a strictly worse best; entries that do
-        # not beat the best before this generation never do (the best only improves), so only those are looked at
-        cn, bd = nxt[at], self.best_dist[cp]
-        better = np.flatnonzero((cn < bd) | ((cn == bd) & (rank < self.best_rank[cp])))
-        at, cp, cn = at[better], cp[better], cn[better]
+            slots = self.slot[cp]
+            ok = np.flatnonzero(slots >= 0)
+            at, slots = at[ok], slots[ok]
+        else:  # the candidates are fixed: only entries reaching one are looked at
+            slots = self.slot[peer]
+            at = np.flatnonzero(slots >= 0)
+            slots = slots[at]
+            if len(at) and (self.slot[seed] >= 0):
+                keep = np.flatnonzero(peer[at] != seed)
+                at, slots = at[keep], slots[keep]
+        if not len(at):
+            return cap_at
+        if passed is not None:
+            contrib = passed[np.searchsorted(ends, at, side="right")]
+            self.parts.append(np.bincount(slots, weights=contrib, minlength=len(self.mass)))
+        touched[slots] = True
+        # per candidate, the first entry with the smallest distance improves a strictly worse best; entries that
+        # do not beat the best before this generation never do (the best only improves), so only those are looked at
+        cn, bd = nxt[at], self.best_dist[slots]
+        better = np.flatnonzero((cn < bd) | ((cn == bd) & (rank < self.best_rank[slots])))
+        at, slots, cn = at[better], slots[better], cn[better]
         for d in np.flatnonzero(np.bincount(cn)).tolist() if len(cn) else ():
             same = np.flatnonzero(cn == d)
-            head = same[self.first(cp[same])]
-            hp = cp[head]
-            improve = (d < self.best_dist[hp]) | ((d == self.best_dist[hp]) & (rank < self.best_rank[hp]))
-            hp, head = hp[improve], at[head[improve]]
-            self.best_dist[hp], self.best_rank[hp] = d, rank
-            self.via[hp], self.via_type[hp] = self.view.owner[ent[head]], self.view.etype[ent[head]]
+            head = same[self.first(slots[same], self.slot_scratch)]
+            hs = slots[head]
+            improve = (d < self.best_dist[hs]) | ((d == self.best_dist[hs]) & (rank < self.best_rank[hs]))
+            hs, head = hs[improve], at[head[improve]]
+            self.best_dist[hs], self.best_rank[hs] = d, rank
+            self.via[hs], self.via_type[hs] = self.view.owner[ent[head]], self.view.etype[ent[head]]
         return cap_at
 
     def terminal(self, seed: int, exp: np.ndarray, passed: np.ndarray | None, touched: np.ndarray) -> None:
@@ -223,9 +246,10 @@ class _Run:
                     src, peer = np.repeat(np.arange(len(exp)), lengths)[keep], peer[keep]
                 keep = peer != seed
                 src, peer = src[keep], peer[keep]
+                slots = self.slot[peer]
                 if passed is not None and len(peer):
-                    self.parts[part] = np.bincount(self.slot[peer], weights=passed[src], minlength=len(self.mass))
-                touched[peer] = True
+                    self.parts[part] = np.bincount(slots, weights=passed[src], minlength=len(self.mass))
+                touched[slots] = True
         for part in self.parts:  # in traversal order, as one running sum would add them
             if part is not None:
                 self.mass += part
@@ -243,11 +267,11 @@ class _Run:
     def seed(self, rank: int, seed: int, weight: float | None):
         """One seed's breadth-first search, a generation at a time; its (parent, type) tree and touched mask."""
         n, view = len(self.index.refs), self.view
-        # written for every node this search discovers, and only those are ever read (paths walk back from
-        # a read node to the seed): no initialisation needed
-        found_by = np.empty(n, dtype=np.int64)
+        # per generation, the frontier (the nodes read next) and the entry that discovered each: paths walk
+        # back from a read node to the seed through these (a node-sized array per seed costs page faults)
+        found_by: list[tuple[np.ndarray, np.ndarray]] = []
         seen = np.zeros(n, dtype=bool)
-        touched = np.zeros(n, dtype=bool)
+        touched = np.zeros(self.max_candidates, dtype=bool)  # per candidate slot
         seen[seed] = True
         frontier, fdist = np.array([seed], dtype=np.int64), np.zeros(1, dtype=np.int64)
         # the mass each frontier node received: all of it came in the generation that discovered it
@@ -265,25 +289,32 @@ class _Run:
                 self.warn(exp, None)
                 break
             ent, lengths = _slices(view.indptr, exp)
+            ends = np.cumsum(lengths)
             peer = view.peer[ent]
             nxt = np.repeat(edist, lengths) + self.cost[ent]  # a read node is below depth: nxt <= depth
-            contrib = None if passed is None else np.repeat(passed, lengths)
-            cap_at = self.candidates(rank, seed, peer, nxt, ent, lengths, contrib, touched)
+            cap_at = self.candidates(rank, seed, peer, nxt, ent, ends, passed, touched)
             self.warn(exp, cap_at)
             if terminal:
                 break
             fresh = np.flatnonzero(~seen[peer])
-            first = fresh[self.first(peer[fresh])]
+            fp = peer[fresh]
+            # the next frontier: first discoveries below depth (one found at depth is never read: it is only seen)
+            below = np.flatnonzero(nxt[fresh] < self.depth)
+            # later writes win: each peer's first entry stays; stamped above every earlier write (no reset)
+            stamp, self.stamp = self.stamp, self.stamp + len(fresh)
+            self.stamps[fp[::-1]] = np.arange(stamp + len(fresh) - 1, stamp - 1, -1)
+            first = fresh[below[self.stamps[fp[below]] == below + stamp]]
+            seen[fp] = True
             frontier, fdist = peer[first], nxt[first]
-            seen[frontier] = True
-            found_by[frontier] = ent[first]
-            if contrib is not None:  # mass reaching a node in this generation is what it passes on when read
+            found_by.append((frontier, ent[first]))
+            if passed is not None:  # mass reaching a node in this generation is what it passes on when read
                 position = self.position
                 position[frontier] = np.arange(len(frontier), dtype=np.int32)
-                to = position[peer]
+                to = position[fp]  # an entry reaching a frontier node reached it unseen
                 position[frontier] = -1
                 hit = np.flatnonzero(to >= 0)
-                fmass = np.bincount(to[hit], weights=contrib[hit], minlength=len(frontier))
+                fmass = np.bincount(to[hit], weights=passed[np.searchsorted(ends, fresh[hit], side="right")],
+                                    minlength=len(frontier))
         return found_by, touched
 
 
@@ -312,9 +343,10 @@ def traverse(index: TraversalIndex, view: View, seeds: list[int | None], *, dept
     for seed, touched in zip(seeds, touched_masks):
         if seed is not None and seed not in counted:  # support counts distinct seed refs: a repeat adds nothing
             counted.add(seed)
-            support += touched[codes]
+            support += touched[:len(codes)]
     tokens = np.concatenate(run.tokens).astype(np.int64) if run.tokens else np.zeros(0, dtype=np.int64)
-    return Traversal(codes=codes, distance=run.best_dist[codes], seed_rank=run.best_rank[codes],
+    count = len(codes)
+    return Traversal(codes=codes, distance=run.best_dist[:count].copy(), seed_rank=run.best_rank[:count].copy(),
                      support=support, mass=run.mass[:len(codes)].copy(), _tokens=tokens, _refs=index.refs, _view=view,
-                     _max_candidates=max_candidates, _via=run.via[codes], _via_type=run.via_type[codes],
+                     _max_candidates=max_candidates, _via=run.via[:count].copy(), _via_type=run.via_type[:count].copy(),
                      _trees=trees, _touched=touched_masks, _seeds=seed_codes)

@@ -21,6 +21,9 @@ def collapse_warnings(warnings: Any) -> tuple[str, ...]:
     >>> collapse_warnings(["a", "b", "a", "a"])
     ('a (3 times)', 'b')
     """
+    warnings = tuple(warnings)
+    if len(set(warnings)) == len(warnings):  # nothing repeats (the common case): each stays as it is
+        return warnings
     counts: dict[str, int] = {}
     for warning in warnings:
         counts[warning] = counts.get(warning, 0) + 1

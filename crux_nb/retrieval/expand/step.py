@@ -190,13 +190,13 @@ class ExpandRelationsStep(Step):
         return seeds
 
     @staticmethod
-    def _upstream_order(found) -> list[tuple[int, float | None, float]]:
+    def _upstream_order(found) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
         # codes follow sorted ref order, so the code stands in for the ref; discovery order is index order
         order = np.lexsort((np.arange(len(found.codes)), found.codes, -found.support, found.seed_rank, found.distance))
-        return [(int(i), None, 0.0) for i in order]
+        return order, None, None
 
     @staticmethod
-    def _rank(index, found, context: StepContext) -> list[tuple[int, float | None, float]]:
+    def _rank(index, found, context: StepContext) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
         relevance = np.zeros(len(found.codes))
         chunk_scores = context.extras.get(RELEVANCE_KEY) if isinstance(context.extras, dict) else None
         if callable(chunk_scores):  # retrieve leaves it to be computed on demand
@@ -206,13 +206,14 @@ class ExpandRelationsStep(Step):
             relevance = np.where(rows >= 0, np.asarray(chunk_scores)[np.maximum(rows, 0)], 0.0)
         score = found.mass * (1.0 + relevance)
         order = np.lexsort((found.codes, found.seed_rank, found.distance, -score))
-        return [(int(i), float(score[i]), float(relevance[i])) for i in order]
+        return order, score, relevance
 
     def _hydrate(self, binding: Any, index, view, found, ranked, evidence: list[EvidenceHit]):
         taken = {hit_key(h) for h in evidence}
         added: list[EvidenceHit] = []
         records: list[Expansion] = []
-        for position, (i, relevance_score, relevance) in enumerate(ranked):
+        order, scores, relevances = ranked  # candidates in rank order; the relevance ranking's score parts
+        for position, i in enumerate(order.tolist()):
             if len(added) >= self.limit:
                 break
             code = int(found.codes[i])
@@ -227,10 +228,10 @@ class ExpandRelationsStep(Step):
             path = tuple(index.refs[n] for n in nodes)
             edges = tuple(index.type_names[t] for t in etypes)
             reason = None
-            if relevance_score is None:
+            if scores is None:
                 score = 1 / (RRF_K + position + 1) + 1 / (RRF_K + int(found.seed_rank[i]) + 1)
             else:
-                score = relevance_score
+                score, relevance = float(scores[i]), float(relevances[i])
                 waypoints = tuple((index.refs[n], float(view.spec[n])) for n in nodes[1:-1]
                                   if index.kind[n] != KIND_CHUNK)
                 reason = ExpansionReason(entities=waypoints, graph=float(found.mass[i]), relevance=relevance,
