@@ -30,7 +30,6 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a file: the checkout
 from bench import neighbors as nbench  # noqa: E402  (the synthetic graph generator)
-from bench._frontier_previous import previous  # noqa: E402  (the traversal before the latency work)
 from bench._common import (OUT_DIR, load_average, machine_info, markdown_table, percentile, write_summary,  # noqa: E402
                      write_text)
 
@@ -116,12 +115,6 @@ def nx_reach(U, seeds, depth=2):
     return reached
 
 
-def signature(result):
-    """Everything a run returns: hits (ref, score, provenance), warnings, each step's warnings and details."""
-    return ([(str(h.ref), h.score, h.provenance) for h in result.hits], result.trace.warnings,
-            [(s.warnings, s.details) for s in result.trace.steps])
-
-
 def timed(fn):
     """(result, wall ms, process CPU ms) of one call."""
     t, c = time.perf_counter(), time.process_time()
@@ -130,8 +123,7 @@ def timed(fn):
 
 
 def defaults(kb, G, syn, cfg, rng, rows, summary, cpu_rows=None):
-    """retrieve(10) + expand(depth 2) per query, each ranking, against networkx's 2-hop reach from the same seeds;
-    the default also on the previous traversal (bench/_frontier_previous.py), checked to return the same."""
+    """retrieve(10) + expand(depth 2) per query, each ranking, against networkx's 2-hop reach from the same seeds."""
     U = nx.Graph()
     U.add_edges_from((u, v) for u, v, t in G.edges(data="type") if t in TYPES)
     k = cfg.chunks_per_source
@@ -142,25 +134,15 @@ def defaults(kb, G, syn, cfg, rng, rows, summary, cpu_rows=None):
                for ranking in ("relevance", "upstream")}
     times = {name: [] for name in recipes}
     nx_ms = []
-    cpu = {name: ([], []) for name in ("relevance", "relevance (previous traversal)", "upstream", "networkx")}
+    cpu = {name: ([], []) for name in ("relevance", "upstream", "networkx")}
     for name, recipe in recipes.items():
         recipe.retrieve(queries[0])  # warm-up: BM25 index, traversal index
-    with previous():
-        recipes["relevance"].retrieve(queries[0])
-    same = 0
     for q in queries:  # interleaved, so load affects both sides alike
         for name, recipe in recipes.items():
             result, wall, used = timed(lambda: recipe.retrieve_with_trace(q))
             times[name].append(wall)
             cpu[name][0].append(wall)
             cpu[name][1].append(used)
-            if name == "relevance":
-                with previous():
-                    before, wall, used = timed(lambda: recipe.retrieve_with_trace(q))
-                cpu["relevance (previous traversal)"][0].append(wall)
-                cpu["relevance (previous traversal)"][1].append(used)
-                assert signature(before) == signature(result), f"the previous traversal differs on {q!r}"
-                same += 1
         seeds = [str(h.ref) for h in result.hits[:10]]
         _, wall, used = timed(lambda: nx_reach(U, seeds))
         nx_ms.append(wall)
@@ -171,7 +153,6 @@ def defaults(kb, G, syn, cfg, rng, rows, summary, cpu_rows=None):
             walls, used = sorted(walls), sorted(used)
             cpu_rows.append([name, f"{percentile(used, 50):.2f}", f"{percentile(used, 95):.2f}",
                              f"{percentile(walls, 50):.2f}", f"{percentile(walls, 95):.2f}"])
-        cpu_rows.append(same)
     nx_ms.sort()
     nx_p50 = percentile(nx_ms, 50)
     for name, ms in times.items():
@@ -244,7 +225,6 @@ def run(small: bool, out_path: Path | None = None) -> str:
     default_rows: list[list] = []
     cpu_rows: list = []
     n_queries = defaults(kb, G, syn, cfg, rng, default_rows, summary, cpu_rows)
-    n_same = cpu_rows.pop()
     cpu_table = markdown_table(["run", "CPU p50 ms", "CPU p95 ms", "wall p50 ms", "wall p95 ms"], cpu_rows)
     default_table = markdown_table(["ranking", "p50 ms", "p95 ms", "networkx 2-hop reach p50 ms", "networkx/crux_nb",
                                     f"target (p95 < {TARGET_P95_MS} ms, >= {TARGET_VS_NETWORKX}x)"], default_rows)
@@ -255,11 +235,10 @@ def run(small: bool, out_path: Path | None = None) -> str:
         f"types {list(TYPES)}; built through kb.add_edges in {build_s:.1f} s.", "",
         f"## Defaults: retrieve(10) + expand_relations(depth=2), {n_queries} queries, end to end", "",
         default_table, "",
-        "## CPU time beside the previous traversal (same run)", "",
+        "## CPU time per query (same run)", "",
         "Process CPU time (`time.process_time`) per query next to wall time: on a loaded machine wall time "
-        "includes waiting for a CPU. `relevance (previous traversal)` is the default on the traversal before the "
-        f"latency work (bench/_frontier_previous.py); its results were checked equal on all {n_same} queries "
-        "(hits, order, scores, provenance, warnings, step details).", "",
+        "includes waiting for a CPU. The traversal before the latency work is kept as a test oracle "
+        "(tests/frontier_previous.py, checked bit for bit on random graphs).", "",
         cpu_table, "",
         "## Exactness: ranking='upstream' against the same traversal in networkx", "",
         f"Limit 20, seeds drawn from chunks, {sets} seed sets per row. "

@@ -1,4 +1,4 @@
-"""The traversal against the one it replaced (bench/_frontier_previous.py, the code before the latency work) on
+"""The traversal against the one it replaced (tests/frontier_previous.py, the code before the latency work) on
 random typed, directed graphs: bit-for-bit the same candidates, distances, seed ranks, support, mass, paths,
 supports and warnings, so ``expand_relations``' hits, order and scores cannot move. The per-node oracle
 (tests/test_frontier.py) stays the reference for what the traversal means; this checks nothing changed."""
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench import _frontier_previous as previous
+import frontier_previous as previous
 from crux_nb.graph import frontier
 from crux_nb.retrieval.trace import collapse_warnings
 

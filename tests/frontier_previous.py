@@ -6,7 +6,6 @@ only)."""
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -308,18 +307,3 @@ def collapse_warnings(warnings):
     for warning in warnings:
         counts[warning] = counts.get(warning, 0) + 1
     return tuple(w if n == 1 else f"{w} ({n} times)" for w, n in counts.items())
-
-
-@contextmanager
-def previous():
-    """Run ``expand_relations`` on this traversal (and the recipe on the previous warning collapse) inside
-    the block."""
-    from crux_nb.retrieval import recipe as recipe_module
-    from crux_nb.retrieval.expand import step as step_module
-
-    current = step_module.traverse, recipe_module.collapse_warnings
-    step_module.traverse, recipe_module.collapse_warnings = traverse, collapse_warnings
-    try:
-        yield
-    finally:
-        step_module.traverse, recipe_module.collapse_warnings = current
