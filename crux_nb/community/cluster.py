@@ -33,7 +33,7 @@ import numpy as np
 
 from .._hashing import json_hash, json_strings
 from .graph_input import CommunityGraph
-from .leaves import Arrays, Splitter, attach_chunkless, canonical, group_links, igraph_of, leiden, to_arrays
+from .leaves import Arrays, Splitter, attach_chunkless, bare_graph, canonical, group_links, igraph_of, leiden, seeded, to_arrays
 from .tree import Node, TreeBuilder
 
 LEAF_BUDGET = 24_000
@@ -72,19 +72,26 @@ def cluster(graph: CommunityGraph, *, resolution: float = 1.0, seed: int = 0, bu
     """
     if graph.chunk_count == 0:
         return []
+    with seeded(seed):  # one generator for every Leiden call below, re-seeded per call
+        return _cluster(graph, resolution=resolution, seed=seed, budget=budget, max_children=max_children,
+                        previous=previous, engine=engine)
+
+
+def _cluster(graph: CommunityGraph, *, resolution: float, seed: int, budget: int, max_children: int,
+             previous: Sequence[Community] | None, engine: Engine) -> list[Community]:
     a = to_arrays(graph)
-    g = igraph_of(a)
-    splitter = Splitter(g, a, resolution=resolution, seed=seed, budget=budget)
+    splitter = Splitter(a, resolution=resolution, seed=seed, budget=budget)
     prev_leaves = [c for c in previous or () if not c.child_ids]
     if prev_leaves:
         init, fixed = _previous_membership(a, prev_leaves)
-        labels = _replace(g, a, init, fixed, resolution=resolution, seed=seed, engine=engine)
+        labels = _replace(igraph_of(a), a, init, fixed, resolution=resolution, seed=seed, engine=engine)
         labels = attach_chunkless(labels, a.is_chunk, a.src, a.dst, a.weight)
         labels = _keep_old_apart(labels, init, fixed, a, budget)
         keep = _unchanged_groups(labels, init, prev_leaves, a)
         leaves = splitter.leaves(labels, only=set(range(int(labels.max()) + 1)) - keep)
     else:
-        labels = attach_chunkless(leiden(g, resolution, seed), a.is_chunk, a.src, a.dst, a.weight)
+        labels = attach_chunkless(leiden(bare_graph(a.n, a.src, a.dst), resolution, seed, weights=a.weight.tolist()),
+                                  a.is_chunk, a.src, a.dst, a.weight)
         leaves = splitter.leaves(labels)
     builder = _builder(a, leaves, resolution=resolution, seed=seed, max_children=max_children)
     if prev_leaves and any(c.child_ids for c in previous):
@@ -263,7 +270,7 @@ def _flatten(a: Arrays, leaves: list[np.ndarray], root: Node) -> list[Community]
     ordered = not a.is_chunk[first_entity:].any()  # sorted names: every chunk before every entity
 
     def walk(node: Node, parent_id: str | None) -> str:
-        members = np.sort(np.concatenate([leaves[k] for k in node.leaves]))
+        members = np.sort(np.concatenate([leaves[k] for k in node.leaves]), kind="stable")  # merges sorted runs
         names = names_of[members].tolist()  # node names are sorted, so these are too
         level = node.level  # the id is stable_hash({"members": names, "level": level}), assembled faster
         body = '","'.join(encoded[members].tolist())
