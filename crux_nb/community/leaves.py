@@ -145,6 +145,12 @@ def canonical(labels: np.ndarray) -> np.ndarray:
     return rank[labels]
 
 
+def runs(order: np.ndarray, keys: np.ndarray) -> list[np.ndarray]:
+    """``order`` cut where the (sorted) ``keys`` change: ``np.split`` without its per-piece overhead."""
+    cuts = [0, *(np.flatnonzero(keys[1:] != keys[:-1]) + 1).tolist(), len(order)]
+    return [order[lo:hi] for lo, hi in zip(cuts, cuts[1:])] if len(order) else [order]
+
+
 _DENSE_PAIRS = 1 << 16  # group pairs counted in a dense table below this many, sorted otherwise
 
 
@@ -199,7 +205,7 @@ class Splitter:
     def leaves(self, labels: np.ndarray, only: set[int] | None = None) -> list[np.ndarray]:
         """Leaf member arrays (sorted) for every group of ``labels`` (``only``: split just these groups)."""
         order = np.argsort(labels, kind="stable")
-        groups = np.split(order, np.flatnonzero(np.diff(labels[order])) + 1)
+        groups = runs(order, labels[order])
         out: list[np.ndarray] = []
         todo = [k for k, group in enumerate(groups) if only is None or int(labels[group[0]]) in only]
         for k in set(range(len(groups))) - set(todo):
@@ -288,7 +294,7 @@ class Splitter:
             bin_of.append(current)
         bins = np.asarray(bin_of, dtype=np.int64)[labels]
         order = np.argsort(bins, kind="stable")  # ascending nodes within each bin
-        return np.split(order, np.flatnonzero(np.diff(bins[order])) + 1)
+        return runs(order, bins[order])
 
     def _bisect(self, members: np.ndarray, src, dst, weight) -> np.ndarray:
         """Chunks halved in name order; every other node joins the half it links to most."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .leaves import bare_graph, canonical, group_links, leiden
+from .leaves import bare_graph, canonical, group_links, leiden, runs
 
 _MAX_ROUNDS = 12
 
@@ -123,4 +123,4 @@ class TreeBuilder:
             w[:, y] = 0.0
         final = canonical(owner[labels])
         order = np.argsort(final, kind="stable")
-        return [np.sort(leaves_part) for leaves_part in np.split(order, np.flatnonzero(np.diff(final[order])) + 1)]
+        return [np.sort(leaves_part) for leaves_part in runs(order, final[order])]
