@@ -2,9 +2,10 @@
 
 * ``tree_shape``: children per parent and the largest child's share of its parent's chunks, per level.
 * ``planted_incremental``: one 20-chunk source of a planted graph is held back, the rest clustered,
-  then the source added back: ``cluster(previous=...)`` with leidenalg (untouched nodes fixed) and
+  then the source added back: ``cluster_graph(previous=...)`` with leidenalg (untouched nodes fixed) and
   with igraph (only started from the previous membership) side by side, against a from-scratch build.
-* ``api_incremental``: the same through ``kb.communities.prepare()`` on real text (the sample corpus
+* ``api_incremental``: the same through ``kb.communities.prepare()`` (``incremental_engine=`` of
+  ``crux_nb.communities``) on real text (the sample corpus
   plus its later launch plan; the Carol's staves I-IV plus stave V), counting the reports written.
 """
 
@@ -19,8 +20,7 @@ from typing import Any, Callable
 import igraph as ig
 
 import crux_nb
-from crux_nb.community.cluster import Community, cluster
-from crux_nb.community.graph_input import CommunityGraph, build_graph
+from crux_nb.community import Community, CommunityGraph, cluster_graph, community_graph
 
 SHAPE_COLUMNS = ("graph", "level", "parents", "children per parent (min / median / max)",
                  "largest child share of chunks (median / max)", "non-leaf child over half", "chunks per leaf (median / max)")
@@ -86,9 +86,9 @@ def _row(case: str, engine: str, seconds: float, comms: list[Community], before:
 def planted_incremental(graph: CommunityGraph, n: int, log: Callable[[str], None]) -> list[list[str]]:
     source = graph.nodes[graph.chunk_count // 2].split(":")[1]  # a source from the middle of the corpus
     smaller = without_source(graph, source)
-    before = cluster(smaller, seed=0)
+    before = cluster_graph(smaller, seed=0)
     t0 = time.perf_counter()
-    scratch = cluster(graph, seed=0)
+    scratch = cluster_graph(graph, seed=0)
     t_scratch = time.perf_counter() - t0
     scratch_q = leaf_modularity(graph, scratch)
     rows = [_row(f"planted {n:,}: + source {source} (20 chunks)", "from scratch (igraph)", t_scratch, scratch, before,
@@ -96,7 +96,7 @@ def planted_incremental(graph: CommunityGraph, n: int, log: Callable[[str], None
     for engine in ("leidenalg", "igraph"):
         log(f"  incremental {n:,} nodes, {engine}")
         t0 = time.perf_counter()
-        comms = cluster(graph, seed=0, previous=before, engine=engine)
+        comms = cluster_graph(graph, seed=0, previous=before, engine=engine)
         rows.append(_row(f"planted {n:,}: + source {source} (20 chunks)", engine, time.perf_counter() - t0, comms,
                          before, leaf_modularity(graph, comms), scratch_q)[0])
     return rows
@@ -112,7 +112,6 @@ def _staves(path: Path) -> list[str]:
 
 def api_incremental(carol: Path | None, log: Callable[[str], None]) -> tuple[list[list[str]], list[str]]:
     """Through prepare(): reports written for one added source, per engine, against a from-scratch build."""
-    from crux_nb.community import cluster as cluster_module
     from crux_nb.datasets import sample_later_path, sample_path
     from crux_nb.models import OfflineModel
 
@@ -125,7 +124,6 @@ def api_incremental(carol: Path | None, log: Callable[[str], None]) -> tuple[lis
                       lambda kb: [kb.add_text(f"stave-{k + 1}", s, format="text") for k, s in enumerate(staves[:-1])],
                       lambda kb: kb.add_text("stave-5", staves[-1], format="text")))
     rows, problems = [], []
-    original = cluster_module.cluster
     for case, first, later in cases:
         scratch_kb = crux_nb.knowledge_base(id="s", communities=crux_nb.communities(model=OfflineModel()))
         first(scratch_kb)
@@ -133,27 +131,24 @@ def api_incremental(carol: Path | None, log: Callable[[str], None]) -> tuple[lis
         t0 = time.perf_counter()
         full = scratch_kb.communities.prepare(progress=False)
         t_full = time.perf_counter() - t0
-        graph = build_graph(scratch_kb.state)
+        graph = community_graph(scratch_kb)
         full_comms = _read(scratch_kb)
         scratch_q = leaf_modularity(graph, full_comms)
         rows.append([case, "from scratch", f"{t_full:.3f}", str(full.communities), str(full.reports_written),
                      "100%", f"{scratch_q:.4f}", f"{scratch_q:.4f}", "1.000", "-"])
         for engine in ("leidenalg", "igraph"):
             log(f"  incremental prepare(): {case}, {engine}")
-            kb = crux_nb.knowledge_base(id="i", communities=crux_nb.communities(model=OfflineModel()))
+            kb = crux_nb.knowledge_base(id="i", communities=crux_nb.communities(model=OfflineModel(),
+                                                                                incremental_engine=engine))
             first(kb)
             kb.communities.prepare(progress=False)
             before = _read(kb)
             later(kb)
-            cluster_module.cluster = lambda *a, _e=engine, **k: original(*a, engine=_e, **k)
-            try:  # prepare() imports cluster from its module when it runs, so this selects the engine
-                t0 = time.perf_counter()
-                result = kb.communities.prepare(progress=False)
-                seconds = time.perf_counter() - t0
-            finally:
-                cluster_module.cluster = original
+            t0 = time.perf_counter()
+            result = kb.communities.prepare(progress=False)
+            seconds = time.perf_counter() - t0
             comms = _read(kb)
-            row, ok = _row(case, engine, seconds, comms, before, leaf_modularity(build_graph(kb.state), comms),
+            row, ok = _row(case, engine, seconds, comms, before, leaf_modularity(community_graph(kb), comms),
                            scratch_q)
             row[4] = f"{result.reports_written} ({result.calls} calls)"
             rows.append(row)
@@ -163,9 +158,7 @@ def api_incremental(carol: Path | None, log: Callable[[str], None]) -> tuple[lis
 
 
 def _read(kb) -> list[Community]:
-    from crux_nb.community.frames import read_communities
-
-    return read_communities(kb.state, "corpus")
+    return kb.communities.records()
 
 
 def shape_note() -> str:

@@ -1,4 +1,4 @@
-"""Benchmark: crux_nb's hierarchical Leiden (``crux_nb.community.cluster.cluster``) against graspologic-native.
+"""Benchmark: crux_nb's hierarchical Leiden (``crux_nb.community.cluster_graph``) against graspologic-native.
 
 Part 1 -- planted-partition graphs. For each size (10,000 and 100,000 nodes;
 ``--small``: 2,000) one synthetic graph is generated with a fixed seed:
@@ -63,8 +63,8 @@ if str(ROOT) not in sys.path:
 import igraph as ig  # noqa: E402
 
 import crux_nb  # noqa: E402
-from crux_nb.community.cluster import LEAF_BUDGET, Community, cluster  # noqa: E402
-from crux_nb.community.graph_input import CommunityGraph  # noqa: E402
+from crux_nb.community import LEAF_BUDGET, Community, CommunityGraph  # noqa: E402
+from crux_nb.community import cluster_graph as cluster  # noqa: E402
 
 from bench._clustering_tree import (INCREMENTAL_COLUMNS, SHAPE_COLUMNS, api_incremental, incremental_note,  # noqa: E402
                               planted_incremental, shape_note, tree_shape)
@@ -420,7 +420,7 @@ def find_carol() -> Path | None:
 
 
 def run_carol(path: Path, log: Callable[[str], None]) -> tuple[list[list[str]], list[str]]:
-    from crux_nb.community.graph_input import build_graph
+    from crux_nb.community import community_graph
     from crux_nb.models import OfflineModel
 
     rows: list[list[str]] = []
@@ -455,7 +455,7 @@ def run_carol(path: Path, log: Callable[[str], None]) -> tuple[list[list[str]], 
                  f"{first.communities} communities ({leaves} leaves; {per_level}), {levels} levels; "
                  f"{first.reports_written} reports written, {first.reports_reused} reused"])
     # the clustering step inside prepare(), measured on its own on the same state
-    sec_graph, graph = timed(lambda: build_graph(kb.state))
+    sec_graph, graph = timed(lambda: community_graph(kb))
     cfg = kb.communities.config
     cluster_runs = []
     for _ in range(3):

@@ -33,7 +33,7 @@ from crux_nb.embeddings import (FunctionEmbedder, MiniLMEmbedder, StaticEmbedder
 from crux_nb.datasets import load_multihop, multihop_root  # noqa: E402
 from crux_nb.evaluation import evaluate  # noqa: E402
 from crux_nb.retrieval import BM25Leg, DenseLeg, retrieve  # noqa: E402
-from bench._dense_previous import PreviousDenseLeg, previous  # noqa: E402
+from bench._dense_previous import PreviousDenseLeg, previous_retrieve  # noqa: E402
 
 TARGET_P95_MS = 20.0
 DENSE_WEIGHT = 0.5
@@ -77,13 +77,13 @@ def latency_dim(kb, queries: list[str], n: int, dim: int) -> dict:
     recipes = {"bm25": kb.recipe(steps=[retrieve(limit=10)]),
                "dense": kb.recipe(steps=[retrieve(limit=10, legs=(dense,))]),
                "hybrid": kb.recipe(steps=[retrieve(limit=10, legs=(BM25Leg(), dense))])}
-    before = {"dense": kb.recipe(steps=[retrieve(limit=10, legs=(old,))]),
-              "hybrid": kb.recipe(steps=[retrieve(limit=10, legs=(BM25Leg(), old))])}
+    before = {"dense": kb.recipe(steps=[previous_retrieve(limit=10, legs=(old,))]),
+              "hybrid": kb.recipe(steps=[previous_retrieve(limit=10, legs=(BM25Leg(), old))])}
     shard = {"shard": "s3"}
     fns = {name: r.retrieve for name, r in recipes.items()}
     fns["dense, filter"] = lambda q: recipes["dense"].retrieve(q, filter=shard)
-    fns.update({f"{name} (previous)": previous(r.retrieve) for name, r in before.items()})
-    fns["dense, filter (previous)"] = previous(lambda q: before["dense"].retrieve(q, filter=shard))
+    fns.update({f"{name} (previous)": r.retrieve for name, r in before.items()})
+    fns["dense, filter (previous)"] = lambda q: before["dense"].retrieve(q, filter=shard)
 
     def floor(q: str):  # plain numpy on the same matrix: embed, normalise, M @ q, argpartition
         unit = query_vector(emb, q)

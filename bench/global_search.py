@@ -286,8 +286,7 @@ def ask(kb: Any, model: Any, question: str, *, scan: str, detail: str, params: d
 def repacked(kb: Any, model: Any, question: str, detail: str) -> list[str]:
     """Scan all's findings when its batches are packed in reverse (level, id) order: the same reports and the
     same model, only the batch neighbours change (the offline map's BM25 idf is over its batch)."""
-    from crux_nb.retrieval.globalsearch.mapreduce import candidates, reduce
-    from crux_nb.retrieval.globalsearch.units import BATCH_BUDGET, resolve, select_detail
+    from crux_nb.retrieval.globalsearch import BATCH_BUDGET, candidates, reduce, resolve, select_detail
 
     units = list(resolve(kb.communities, wait=True).units)
     batches: list[list[Any]] = [[]]

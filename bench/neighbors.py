@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import argparse
 import collections
+import hashlib
+import json
 import sys
 import time
 from dataclasses import dataclass, replace
@@ -233,6 +235,13 @@ def baseline_edge_list(syn: Synthetic, cfg: Config) -> tuple[list[str], list[str
 
 
 # --------------------------------------------------------------- crux_nb side
+def stable_id(prefix: str, value: dict) -> str:
+    """``<prefix>_<16 hex>``: SHA-256 of the value's canonical JSON, the id scheme of crux_nb's edges
+    (computed here so the direct build needs no private helper; the frames are checked equal to the API's)."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return f"{prefix}_{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()[:16]}"
+
+
 def build_direct_state(state: Any, edges: pd.DataFrame) -> Any:
     """The state ``kb.add_edges(edges)`` produces, built with vectorised frame code.
 
@@ -241,7 +250,6 @@ def build_direct_state(state: Any, edges: pd.DataFrame) -> Any:
     same edge ids, frames, dtypes and order. Used to measure how fast the same
     state can be built, and checked against the API-built state.
     """
-    from crux_nb._hashing import stable_id  # same ids as crux_nb.store.state.with_edges
 
     frm, to = edges["from_ref"].to_numpy(dtype=object), edges["to_ref"].to_numpy(dtype=object)
     sym = (edges["direction"] == "symmetric").to_numpy()

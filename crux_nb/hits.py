@@ -139,12 +139,11 @@ class FindingHit:
 
     >>> import crux_nb
     >>> from crux_nb.models import OfflineModel
-    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=OfflineModel()))
-    >>> kb.add_text("a.md", "Ada Park leads the Lumen launch. Ada Park works with Ben Ito in Dublin.")
-    >>> _ = kb.communities.prepare(progress=False)
-    >>> hit = kb.recipe(steps=[crux_nb.global_search(model=OfflineModel(), detail="detailed")]).retrieve("Ben Ito")[0]
+    >>> kb = crux_nb.datasets.load_tiny(communities=True)
+    >>> search = crux_nb.global_search(model=OfflineModel(), detail="detailed")
+    >>> hit = kb.recipe(steps=[search]).retrieve("Who runs Atlas?")[0]
     >>> hit.kind, hit.content
-    ('finding', 'Ada Park works with Ben Ito in Dublin.')
+    ('finding', 'The Platform team runs Atlas.')
     """
 
     namespace: str

@@ -71,6 +71,11 @@ class DocumentRef(_Ref):
         return "document"
 
     def segments(self) -> tuple[str, ...]:
+        """The ids after the kind, ``(source_id,)``.
+
+        >>> DocumentRef("notes/plan.md").segments()
+        ('notes/plan.md',)
+        """
         return (self.source_id,)
 
 
@@ -90,6 +95,11 @@ class ParentRef(_Ref):
         return "parent"
 
     def segments(self) -> tuple[str, ...]:
+        """The ids after the kind, ``(source_id, parent_id)``.
+
+        >>> ParentRef("plan.md", "p0001").segments()
+        ('plan.md', 'p0001')
+        """
         return (self.source_id, self.parent_id)
 
 
@@ -109,6 +119,11 @@ class ChunkRef(_Ref):
         return "chunk"
 
     def segments(self) -> tuple[str, ...]:
+        """The ids after the kind, ``(source_id, chunk_id)``, unescaped.
+
+        >>> ChunkRef("a:b.md", "c0000").segments()
+        ('a:b.md', 'c0000')
+        """
         return (self.source_id, self.chunk_id)
 
 
@@ -127,6 +142,11 @@ class EntityRef(_Ref):
         return "entity"
 
     def segments(self) -> tuple[str, ...]:
+        """The ids after the kind, ``(entity_id,)``.
+
+        >>> EntityRef("ada-lovelace").segments()
+        ('ada-lovelace',)
+        """
         return (self.entity_id,)
 
 

@@ -11,7 +11,9 @@ need chosen ids and ordinals instead (upstream's pinned examples do).
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from contextlib import contextmanager
+from types import SimpleNamespace
+from typing import Any, Iterable, Iterator
 
 import pandas as pd
 
@@ -22,7 +24,8 @@ from .store.state import KBState
 
 from .conformance import assert_hits_equal, check_knowledge_model, check_step
 
-__all__ = ["make_kb", "assert_kb_equal", "assert_hits_equal", "check_step", "check_knowledge_model", "require_system"]
+__all__ = ["make_kb", "assert_kb_equal", "assert_hits_equal", "check_step", "check_knowledge_model", "require_system",
+           "stand_in_chat"]
 
 
 def make_kb(*, chunks: Iterable[tuple], parents: Iterable[tuple] = (), id: str = "kb",
@@ -116,3 +119,51 @@ def require_system(available: bool, reason: str) -> None:
     if os.environ.get("CRUX_REQUIRE_SYSTEM") == "1":
         pytest.fail(f"required system component missing (CRUX_REQUIRE_SYSTEM=1): {reason}")
     pytest.skip(reason)
+
+
+@contextmanager
+def stand_in_chat(*contents: Any) -> Iterator[SimpleNamespace]:
+    """An OpenAI-compatible chat server on the loopback interface, for offline tests of ``ChatModel``.
+
+    Each ``POST`` is answered with the next of ``contents`` (JSON-encoded as the reply's message
+    content; a ``str`` is sent as it is), then with HTTP 500. Yields ``server`` with ``base_url``
+    (ends in ``/v1``) and ``requests`` (the JSON bodies received, in order); stops on exit.
+
+    Examples
+    --------
+    >>> from crux_nb.models import ChatModel
+    >>> with stand_in_chat({"answer": 42}) as server:
+    ...     model = ChatModel(base_url=server.base_url, model="toy", max_retries=0)
+    ...     reply = model.generate_object(messages=[{"role": "user", "content": "The answer?"}])
+    >>> reply, server.requests[0]["model"], server.requests[0]["messages"][0]["content"]
+    ({'answer': 42}, 'toy', 'The answer?')
+    """
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    queue = [c if isinstance(c, str) else json.dumps(c) for c in contents]
+    requests: list[Any] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:  # noqa: N802 - http.server API
+            requests.append(json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0))))
+            status, body = (200, {"choices": [{"message": {"role": "assistant", "content": queue.pop(0)},
+                                               "finish_reason": "stop"}]}) if queue else (500, {"error": "no reply"})
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield SimpleNamespace(base_url=f"http://127.0.0.1:{server.server_address[1]}/v1", requests=requests)
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 import crux_nb
 import crux_nb.store.state as state_module
 from crux_nb.errors import CruxError
-from crux_nb.refs import ChunkRef, EntityRef
+from crux_nb.refs import ChunkRef, EntityRef, encode_ref
 from crux_nb.store.rows_fast import fast_edge_rows
 
 CHUNKS = ["chunk:a:c0000", "chunk:a:c0001", "chunk:b:c0000"]
@@ -152,3 +152,73 @@ def test_first_edges_sort_by_id_and_evidence_order(base):
     evidence = state.edge_evidence
     assert list(zip(evidence["edge_id"], evidence["chunk_ref"])) == sorted(zip(evidence["edge_id"], evidence["chunk_ref"]))
     assert len(evidence) == 4
+
+
+# ----------------------------------------------------------------- column-wise ids and larger random frames
+_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=12)
+_WORD = st.text(alphabet=st.sampled_from('ab"\\\n\t\x00\x1f\x7fé€\u2028😀 '), min_size=1, max_size=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=st.lists(st.tuples(st.sampled_from(["directed", "symmetric"]), _TEXT, _TEXT, _TEXT), min_size=1,
+                     max_size=20), stage=st.one_of(st.just("user"), _TEXT))
+def test_column_wise_ids_are_stable_ids(rows, stage):
+    """The Arrow-built canonical JSON hashes to exactly ``stable_id("edge", ...)``: quotes, backslashes,
+    control characters, non-BMP and line-separator characters included."""
+    from crux_nb._hashing import stable_id
+    from crux_nb.store.edge_ids import edge_ids, hex_ids, id_keys, strings
+
+    def coded(values):
+        codes, uniques = pd.factorize(pd.Series(values, dtype="str"))
+        return codes, strings(uniques.tolist())
+
+    directions, starts, ends, types = (list(c) for c in zip(*rows))
+    ids = hex_ids(edge_ids(coded(directions), coded(starts), coded(ends), coded(types), stage)).to_pylist()
+    expected = [stable_id("edge", {"type": y, "from": f, "to": t, "direction": d, "stage": stage})
+                for d, f, t, y in rows]
+    assert ids == expected
+    assert id_keys(pd.Series(ids, dtype="str")).tolist() == [int(i[5:], 16) for i in expected]
+
+
+def _random_frame(rng: np.random.Generator, n: int, names: list[str]) -> pd.DataFrame:
+    """Valid edges only (so the column-wise path must take them): entity ends with awkward ids, chunks,
+    documents, repeated edges, several evidence chunks, symmetric pairs, optional cells missing."""
+    ends = CHUNKS + ["document:a", "document:b"] + [encode_ref(EntityRef(x)) for x in names]
+    frm, to = rng.choice(ends, n), rng.choice(ends, n)
+    sizes = rng.integers(1, 4, n)
+    evidence = [list(rng.choice(CHUNKS, k)) for k in sizes]
+    return pd.DataFrame({"from_ref": frm, "to_ref": to, "type": rng.choice(GOOD_TYPES + ['q"uote', "back\\slash"], n),
+                         "direction": rng.choice(np.array(["directed", "symmetric", None], dtype=object), n),
+                         "evidence": evidence, "weight": np.where(rng.random(n) < 0.2, np.nan, rng.random(n) + 0.1),
+                         "description": rng.choice(np.array([None, "", "d", "two\nlines"], dtype=object), n)})
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 400), names=st.lists(_WORD, min_size=1, max_size=30),
+       again=st.booleans())
+def test_column_wise_frames_equal_the_row_loop_on_random_frames(base, seed, n, names, again):
+    """Oracle: on random valid frames (hundreds of rows, repeats and multi-chunk evidence) the column-wise path
+    runs (it does not decline) and builds frames equal to the row-by-row reference's, for a state's first
+    edges and for edges added to a state that has some (the general merge)."""
+    rng = np.random.default_rng(seed)
+    frame = _random_frame(rng, n, names)
+    existing, sources = state_module._existing_refs(base), dict(zip(base.chunks["ref"], base.chunks["source_id"]))
+    assert fast_edge_rows(frame, existing=existing, chunk_sources=sources, stage="user", provenance="exact") is not None
+    start = state_module.with_edges(base, _random_frame(rng, 50, names[:3])) if again else base
+    before = frame.copy()
+    fast, slow = _both(lambda: state_module.with_edges(start, frame))
+    assert fast[0] == "ok" and fast == slow
+    pd.testing.assert_frame_equal(frame, before)  # the caller's frame is untouched
+    state = state_module.with_edges(start, frame)
+    assert all(str(state.frame(t)[c].dtype) == "str" for t in ("edges", "edge_evidence")
+               for c in state.frame(t).columns if c != "weight")
+
+
+def test_id_keys_decline_what_is_not_an_edge_id():
+    from crux_nb.store.edge_ids import id_keys
+    good = "edge_0123456789abcdef"
+    assert id_keys(pd.Series([good], dtype="str")).tolist() == [0x0123456789abcdef] == id_keys([good]).tolist()
+    for bad in ("edge_0123456789ABCDEF", "edge_0123456789abcde", "edge_0123456789abcdef0", "node_0123456789abcdef",
+                "edge_0123456789abcdeé", "edge_0123456789abcdeg"):
+        assert id_keys(pd.Series([good, bad], dtype="str")) is None and id_keys([good, bad]) is None, bad
+    assert id_keys(pd.Series([good, None], dtype="str")) is None

@@ -36,6 +36,7 @@ from .graph_input import CommunityGraph
 from .leaves import Arrays, Splitter, attach_chunkless, bare_graph, canonical, group_links, igraph_of, leiden, seeded, to_arrays
 from .tree import Node, TreeBuilder
 
+#: Estimated report input characters per leaf community (upstream's 24,000): a leaf over it is split again.
 LEAF_BUDGET = 24_000
 MAX_CHILDREN = 8
 REPAIR_SHARE = 2 / 3
@@ -44,6 +45,20 @@ Engine = Literal["leidenalg", "igraph"]
 
 @dataclass(frozen=True)
 class Community:
+    """One community of the tree: its id, level (leaves 0), kind, parent and children, members and size.
+
+    Leaves hold their members (``chunk_refs``, ``entity_refs``). A parent made by
+    :func:`~crux_nb.community.cluster_graph` holds every member of its leaves; one read back with
+    ``kb.communities.records()`` lists its children only (the store keeps the members of leaves).
+    ``estimated_chars`` is the report input estimate the leaf budget is measured in.
+
+    Examples
+    --------
+    >>> c = Community("c1", 0, "leaf", "c0", (), ("chunk:a.md:c0000",), ("entity:ada",), 120)
+    >>> c.kind, c.parent_id, len(c.chunk_refs)
+    ('leaf', 'c0', 1)
+    """
+
     community_id: str
     level: int
     kind: str  # "leaf" | "parent" | "root"

@@ -8,7 +8,7 @@ from typing import Any
 
 from .._hashing import stable_hash
 from ..errors import ParameterError
-from ..validation import MODEL_TASKS, check_model
+from ..validation import MODEL_TASKS, check_choice, check_model
 from .cluster import LEAF_BUDGET, MAX_CHILDREN
 
 # v2: two Leiden iterations per call (igraph default), not to convergence;
@@ -19,6 +19,8 @@ ALGORITHM = "hierarchical-leiden-v5"
 PARENT_BUDGET = 96_000
 CHILD_CONTRIBUTION = 2_000
 MODEL_METHODS = MODEL_TASKS  # the one task list (crux_nb.validation)
+INCREMENTAL_ENGINE = "leidenalg"
+INCREMENTAL_ENGINES = ("leidenalg", "igraph")
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,8 @@ class CommunitiesConfig:
     """How communities are built: the report model, Leiden's resolution and seed, the budgets.
 
     Made by :func:`crux_nb.communities`; its ``strategy_fingerprint`` decides which stored reports are reused.
+    ``incremental_engine`` only decides how an incremental ``prepare()`` updates a previous tree (a
+    from-scratch build is the same with either engine), so it is not part of the fingerprint.
 
     >>> import crux_nb
     >>> from crux_nb.models import OfflineModel
@@ -39,6 +43,7 @@ class CommunitiesConfig:
     resolution: float = 1.0
     seed: int = 0
     max_children: int = MAX_CHILDREN
+    incremental_engine: str = INCREMENTAL_ENGINE
 
     def __post_init__(self) -> None:
         owner = "communities()"
@@ -52,6 +57,7 @@ class CommunitiesConfig:
             raise ParameterError(owner, "seed", "a non-negative integer", self.seed)
         if isinstance(self.max_children, bool) or not isinstance(self.max_children, int) or self.max_children < 2:
             raise ParameterError(owner, "max_children", "an integer >= 2", self.max_children)
+        check_choice(owner, "incremental_engine", self.incremental_engine, INCREMENTAL_ENGINES)
         object.__setattr__(self, "resolution", float(r))
 
     @property
@@ -64,8 +70,10 @@ class CommunitiesConfig:
                                         "child_contribution": CHILD_CONTRIBUTION}})
 
     def __repr__(self) -> str:
+        engine = self.incremental_engine
+        engine = "" if engine == INCREMENTAL_ENGINE else f", incremental_engine={engine!r}"
         return (f"communities(model={self.model.name!r}, id={self.id!r}, resolution={self.resolution}, "
-                f"seed={self.seed})")
+                f"seed={self.seed}{engine})")
 
 
 def _finite(number: int | float) -> bool:
@@ -76,11 +84,33 @@ def _finite(number: int | float) -> bool:
 
 
 def communities(*, model: Any, id: str = "communities", resolution: float = 1.0, seed: int = 0,
-                max_children: int = MAX_CHILDREN) -> CommunitiesConfig:
+                max_children: int = MAX_CHILDREN, incremental_engine: str = INCREMENTAL_ENGINE) -> CommunitiesConfig:
     """Configure communities for ``crux_nb.knowledge_base(..., communities=...)``.
 
+    Parameters
+    ----------
+    model : KnowledgeModel
+        Writes the community reports (and extracts entities first if the graph has none).
+    id : str
+        The configuration's name (not part of the strategy fingerprint).
+    resolution : float
+        Leiden's resolution (higher: smaller communities).
+    seed : int
+        Leiden's seed: the same input and seed give the same communities.
+    max_children : int
+        Children per parent in the tree (at least 2).
+    incremental_engine : {"leidenalg", "igraph"}
+        How an incremental ``prepare()`` updates the previous tree: ``"leidenalg"`` (default) keeps every
+        node of an untouched leaf fixed; ``"igraph"`` only starts igraph's Leiden from the previous
+        membership (faster, any node may move, so more reports are rewritten). Not part of the fingerprint.
+
+    Examples
+    --------
     >>> from crux_nb.models import OfflineModel
     >>> communities(model=OfflineModel())
     communities(model='offline', id='communities', resolution=1.0, seed=0)
+    >>> communities(model=OfflineModel(), incremental_engine="igraph")
+    communities(model='offline', id='communities', resolution=1.0, seed=0, incremental_engine='igraph')
     """
-    return CommunitiesConfig(model=model, id=id, resolution=resolution, seed=seed, max_children=max_children)
+    return CommunitiesConfig(model=model, id=id, resolution=resolution, seed=seed, max_children=max_children,
+                             incremental_engine=incremental_engine)

@@ -20,7 +20,18 @@ RESIDUAL_WEIGHT = 0.1
 
 @dataclass(frozen=True)
 class CommunityGraph:
-    """Sorted node names, weighted links between node indices, and per-node report input sizes."""
+    """Sorted node names, weighted links between node indices, and per-node report input sizes.
+
+    ``nodes``: chunk refs, then entity refs, sorted; ``links``: ``(i, j, weight)`` with ``i < j``, sorted;
+    ``sizes``: estimated report input characters per node; ``chunk_count``: how many nodes are chunks
+    (the first ones). Built by :func:`crux_nb.community.community_graph`, or by hand.
+
+    Examples
+    --------
+    >>> g = CommunityGraph(nodes=("chunk:a:1", "entity:x"), links=((0, 1, 2.0),), sizes=(40, 5), chunk_count=1)
+    >>> g.is_chunk(0), g.is_chunk(1)
+    (True, False)
+    """
 
     nodes: tuple[str, ...]  # chunk refs and entity refs, sorted
     links: tuple[tuple[int, int, float], ...]  # (i, j, weight) with i < j, sorted
@@ -28,6 +39,16 @@ class CommunityGraph:
     chunk_count: int
 
     def is_chunk(self, i: int) -> bool:
+        """Whether node ``i`` is a chunk (else an entity).
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> from crux_nb.community import community_graph
+        >>> g = community_graph(crux_nb.datasets.load_tiny(entities=True))
+        >>> [(g.nodes[i], g.is_chunk(i)) for i in (0, g.chunk_count)], g.chunk_count
+        ([('chunk:ops.md:c0000', True), ('entity:atlas', False)], 3)
+        """
         return self.nodes[i].startswith("chunk:")
 
 

@@ -1,8 +1,8 @@
 """Restoring the communities configuration saved with a knowledge base (``crux_nb.open``).
 
-``kb.save`` records the configuration (id, resolution, seed, max_children, the model's class, name, fingerprint
-and, for models that state them, their options). ``open()`` rebuilds it when the model can be rebuilt from that
-record (the offline model); a model that cannot (a ``ChatModel``: its endpoint key is never saved) has to be
+``kb.save`` records the configuration (id, resolution, seed, max_children, incremental_engine, the model's
+class, name, fingerprint and, for models that state them, their options). ``open()`` rebuilds it when the model
+can be rebuilt from that record (the offline model); a model that cannot (a ``ChatModel``: its endpoint key is never saved) has to be
 passed again, and :class:`ModelRequired` stands in for ``kb.communities`` until it is.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import CruxError, ParameterError
-from .config import CommunitiesConfig
+from .config import INCREMENTAL_ENGINE, CommunitiesConfig
 
 __all__ = ["restore_config", "ModelRequired"]
 
@@ -41,7 +41,8 @@ def restore_config(saved: dict) -> CommunitiesConfig | None:
         if rebuilt.fingerprint != model.get("fingerprint"):
             return None  # options this crux_nb does not know, or another offline-model version
         return CommunitiesConfig(model=rebuilt, id=saved.get("id"), resolution=saved.get("resolution"),
-                                 seed=saved.get("seed"), max_children=saved.get("max_children"))
+                                 seed=saved.get("seed"), max_children=saved.get("max_children"),
+                                 incremental_engine=saved.get("incremental_engine", INCREMENTAL_ENGINE))
     except (TypeError, ParameterError):
         return None
 

@@ -17,13 +17,10 @@ class PrepareResult:
     """What ``kb.communities.prepare()`` did: the generation, communities, reports written and reused, calls.
 
     >>> import crux_nb
-    >>> from crux_nb.models import OfflineModel
-    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=OfflineModel()))
-    >>> kb.add_text("a.md", "Ada Park leads the Lumen launch. Ada Park works with Ben Ito in Dublin.")
-    >>> _ = kb.communities.prepare(progress=False)
+    >>> kb = crux_nb.datasets.load_tiny(communities=True)
     >>> again = kb.communities.prepare(force=True, progress=False)
     >>> again.reports_written, again.reports_reused, again.calls
-    (0, 1, 0)
+    (0, 3, 0)
     """
 
     generation_id: str
@@ -44,12 +41,10 @@ class ReportPage:
     """One page of reports: iterate it (``for report in page``), ``len(page)``, ``page[0]``; ``cursor`` continues.
 
     >>> import crux_nb
-    >>> from crux_nb.models import OfflineModel
-    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=OfflineModel()))
-    >>> kb.add_text("a.md", "Ada Park leads the Lumen launch. Ada Park works with Ben Ito in Dublin.")
+    >>> kb = crux_nb.datasets.load_tiny(communities=True)
     >>> page = kb.communities.reports(limit=10)
     >>> len(page), [r.level for r in page], page.cursor
-    (1, [0], None)
+    (3, [0, 0, 1], None)
     """
 
     reports: tuple[Report, ...]
@@ -73,9 +68,7 @@ class ReportPage:
         """One row per report: id, level, parent, title, findings, chunks.
 
         >>> import crux_nb
-        >>> from crux_nb.models import OfflineModel
-        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=OfflineModel()))
-        >>> kb.add_text("a.md", "Ada Park leads the Lumen launch. Ada Park works with Ben Ito in Dublin.")
+        >>> kb = crux_nb.datasets.load_tiny(communities=True)
         >>> list(kb.communities.reports().to_frame().columns)
         ['community_id', 'level', 'parent_id', 'title', 'findings', 'n_chunks']
         """

@@ -17,6 +17,7 @@ import pandas as pd
 
 from .._hashing import stable_hash
 from ..errors import ParameterError
+from .cluster import Community
 from .config import CommunitiesConfig
 from .frames import (generation_frames, input_fingerprint, read_communities, read_reports,
                      reusable_reports, with_generation)
@@ -67,16 +68,44 @@ class CommunitySurface:
         return None if pointer is None else pointer["generation_id"]
 
     def visible_sources(self, state: Any | None = None) -> set[str]:
+        """The source ids this scope clusters: every source, or a view's members (of ``state``, default now).
+
+        >>> import crux_nb
+        >>> kb = crux_nb.datasets.load_tiny(communities=True)
+        >>> platform = kb.view(id="platform", where={"team": "platform"})
+        >>> sorted(kb.communities.visible_sources()), sorted(platform.communities.visible_sources())
+        (['ops.md', 'plan.md', 'team.md'], ['ops.md', 'team.md'])
+        """
         state = self.kb.state if state is None else state
         sources = self._sources(state)
         return set(state.documents["source_id"]) if sources is None else set(sources)
 
     def pointer(self) -> dict | None:
-        """The current generation's pointer row (generation id, fingerprints, source hashes), or None."""
+        """The current generation's pointer row (generation id, fingerprints, source hashes), or None.
+
+        >>> import crux_nb
+        >>> kb = crux_nb.datasets.load_tiny(communities=True)
+        >>> pointer = kb.communities.pointer()
+        >>> pointer["scope"], pointer["generation_id"] == kb.communities.generation_id, sorted(pointer)[:3]
+        ('corpus', True, ['generation_id', 'input_fingerprint', 'scope'])
+        >>> print(kb.view(id="platform", where={"team": "platform"}).communities.pointer())  # never prepared
+        None
+        """
         return self._pointer(self.kb.state)
 
     def previous_pointer(self) -> dict | None:
-        """This scope's pointer, or for a view the newest pointer of any of its revisions."""
+        """This scope's pointer, or for a view the newest pointer of any of its revisions.
+
+        >>> import crux_nb
+        >>> kb = crux_nb.datasets.load_tiny(communities=True)
+        >>> _ = kb.view(id="platform", where={"team": "platform"}).communities.prepare(progress=False)
+        >>> kb.add_text("hr.md", "Priya Raman hires for the Platform team.", metadata={"team": "platform"})
+        >>> later = kb.view(id="platform", where={"team": "platform"}).communities  # a new view revision
+        >>> print(later.pointer())
+        None
+        >>> later.previous_pointer()["scope"].startswith("view:platform@vr-"), later.previous_pointer()["scope"] != later.scope
+        (True, True)
+        """
         own = self.pointer()
         if own is not None or self.view[0] is None:
             return own
@@ -100,11 +129,8 @@ class CommunitySurface:
         """``missing`` (never built), ``building``, ``ready``, or ``stale`` (the sources changed since).
 
         >>> import crux_nb
-        >>> from crux_nb.models import OfflineModel
-        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=OfflineModel()))
-        >>> kb.add_text("a.md", "Ada Park leads the Lumen launch. Ada Park works with Ben Ito in Dublin.")
-        >>> _ = kb.communities.prepare(progress=False)
-        >>> kb.add_text("b.md", "Ben Ito runs the Dublin office.")
+        >>> kb = crux_nb.datasets.load_tiny(communities=True)
+        >>> kb.add_text("hr.md", "Priya Raman hires for the Platform team.")
         >>> kb.communities.status()
         'stale'
         """
@@ -131,9 +157,7 @@ class CommunitySurface:
         still reused).
 
         >>> import crux_nb
-        >>> from crux_nb.models import OfflineModel
-        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=OfflineModel()))
-        >>> kb.add_text("a.md", "Ada Park leads the Lumen launch. Ada Park works with Ben Ito in Dublin.")
+        >>> kb = crux_nb.datasets.load_tiny(communities=True)
         >>> first = kb.communities.prepare(progress=False)
         >>> kb.communities.prepare(progress=False).status, kb.communities.prepare(force=True, progress=False).calls
         ('ready', 0)
@@ -215,7 +239,8 @@ class CommunitySurface:
         if incremental and previous is not None and previous["strategy_fingerprint"] == strategy:
             tree = read_communities(state, self.scope)  # start from it: unchanged communities keep their ids
         comms = cluster(build_graph(state, sources), resolution=self.config.resolution, seed=self.config.seed,
-                        max_children=self.config.max_children, previous=tree)
+                        max_children=self.config.max_children, previous=tree,
+                        engine=self.config.incremental_engine)
         chunk_text = dict(zip(state.chunks["ref"], state.chunks["content"]))
         entities = {r: (n, d) for r, n, d in zip(state.entities["ref"], state.entities["canonical_name"],
                                                   state.entities["description"])}
@@ -272,12 +297,10 @@ class CommunitySurface:
         community id; ``limit`` caps the page (the next cursor is set only if more remain).
 
         >>> import crux_nb
-        >>> from crux_nb.models import OfflineModel
-        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=OfflineModel()))
-        >>> kb.add_text("a.md", "Ada Park leads the Lumen launch. Ada Park works with Ben Ito in Dublin.")
+        >>> kb = crux_nb.datasets.load_tiny(communities=True)
         >>> page = kb.communities.reports(level=0)
         >>> len(page), page.cursor, type(page[0]).__name__, page[0].findings[0].evidence
-        (1, None, 'Report', (ChunkRef(source_id='a.md', chunk_id='c0000'),))
+        (2, None, 'Report', (ChunkRef(source_id='ops.md', chunk_id='c0000'),))
         """
         owner = "communities.reports()"
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
@@ -305,7 +328,18 @@ class CommunitySurface:
 
     def frame(self, table: str) -> pd.DataFrame:
         """One community table of the current generation (``communities``, ``community_members``,
-        ``reports``, ``report_findings``)."""
+        ``reports``, ``report_findings``).
+
+        >>> import crux_nb
+        >>> kb = crux_nb.datasets.load_tiny(communities=True)
+        >>> kb.communities.frame("communities")[["level", "kind", "n_chunks"]]
+           level  kind  n_chunks
+        0      1  root         3
+        1      0  leaf         2
+        2      0  leaf         1
+        >>> kb.communities.frame("reports")["title"].tolist()
+        ['Platform and Atlas; Beacon and Priya Raman', 'Platform and Atlas', 'Beacon and Priya Raman']
+        """
         frame = self.kb.state.frame(table)
         return frame[frame["scope"] == self.scope].drop(columns=["scope"]).reset_index(drop=True)
 
@@ -317,13 +351,11 @@ class CommunitySurface:
         """The hierarchy as a networkx DiGraph (parent → child), nodes carrying level, kind and title.
 
         >>> import crux_nb
-        >>> from crux_nb.models import OfflineModel
-        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=OfflineModel()))
-        >>> kb.add_text("a.md", "Ada Park leads the Lumen launch. Ada Park works with Ben Ito in Dublin.")
+        >>> kb = crux_nb.datasets.load_tiny(communities=True)
         >>> _ = kb.communities.prepare(progress=False)  # reading never builds
         >>> tree = kb.communities.tree()
         >>> [(data["level"], data["kind"]) for _, data in tree.nodes(data=True)]
-        [(0, 'root')]
+        [(1, 'root'), (0, 'leaf'), (0, 'leaf')]
         """
         import networkx as nx
 
@@ -335,6 +367,24 @@ class CommunitySurface:
             if isinstance(row.parent_id, str):
                 graph.add_edge(row.parent_id, row.community_id)
         return graph
+
+    def records(self) -> list[Community]:
+        """The current generation's communities as :class:`~crux_nb.community.Community` records, by (level, id):
+        leaves with their members, parents with their children (empty before the first ``prepare()``).
+
+        The ``previous=`` of :func:`~crux_nb.community.cluster_graph`, and what the frames hold, as objects.
+
+        >>> import crux_nb
+        >>> from crux_nb.models import OfflineModel
+        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=OfflineModel()))
+        >>> kb.add_text("a.md", "Ada Park leads the Lumen launch. Ada Park works with Ben Ito in Dublin.")
+        >>> kb.communities.records()  # reading never builds
+        []
+        >>> _ = kb.communities.prepare(progress=False)
+        >>> [(c.kind, c.chunk_refs) for c in kb.communities.records()]
+        [('root', ('chunk:a.md:c0000',))]
+        """
+        return read_communities(self.kb.state, self.scope)
 
     def __repr__(self) -> str:
         return f"Communities(id={self.config.id!r}, scope={self.scope!r}, status={self.status()!r}, communities={self._count()})"

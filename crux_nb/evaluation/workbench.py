@@ -30,15 +30,12 @@ class Run:
 
     Examples
     --------
-    >>> import crux_nb, pandas as pd
-    >>> kb = crux_nb.knowledge_base(id="ev")
-    >>> kb.add_text("plan.md", "The launch moved to April."); kb.add_text("team.md", "Priya leads the platform team.")
-    >>> qs = pd.DataFrame({"question": ["When is the launch?", "Who leads the launch and the platform?"],
-    ...                    "gold": [["plan.md"], ["plan.md", "team.md"]]})
+    >>> import crux_nb
+    >>> kb, qs = crux_nb.datasets.load_tiny(), crux_nb.datasets.load_tiny_questions()
     >>> ev = crux_nb.evaluate({"top1": kb.recipe(steps=[crux_nb.retrieve(limit=1)]), "bm25": kb.recipe()}, qs)
     >>> run = ev.run("bm25", "q002")
     >>> run, run.relevant, run.metrics["recall@5"]
-    (Run(recipe='bm25', question_id='q002', hits=2), (True, True), 1.0)
+    (Run(recipe='bm25', question_id='q002', hits=3), (True, False, True), 1.0)
     """
 
     recipe: str
@@ -143,11 +140,8 @@ class Evaluation:
 
     Examples
     --------
-    >>> import crux_nb, pandas as pd
-    >>> kb = crux_nb.knowledge_base(id="ev")
-    >>> kb.add_text("plan.md", "The launch moved to April."); kb.add_text("team.md", "Priya leads the platform team.")
-    >>> qs = pd.DataFrame({"question": ["When is the launch?", "Who leads the launch and the platform?"],
-    ...                    "gold": [["plan.md"], ["plan.md", "team.md"]]})
+    >>> import crux_nb
+    >>> kb, qs = crux_nb.datasets.load_tiny(), crux_nb.datasets.load_tiny_questions()
     >>> ev = crux_nb.evaluate({"top1": kb.recipe(steps=[crux_nb.retrieve(limit=1)]), "bm25": kb.recipe()}, qs)
     >>> ev
     Evaluation(recipes=['top1', 'bm25'], questions=2, k=(1, 5, 10))
@@ -173,11 +167,8 @@ class Evaluation:
 
         Examples
         --------
-        >>> import crux_nb, pandas as pd
-        >>> kb = crux_nb.knowledge_base(id="ev")
-        >>> kb.add_text("plan.md", "The launch moved to April."); kb.add_text("team.md", "Priya leads the platform team.")
-        >>> qs = pd.DataFrame({"question": ["When is the launch?", "Who leads the launch and the platform?"],
-        ...                    "gold": [["plan.md"], ["plan.md", "team.md"]]})
+        >>> import crux_nb
+        >>> kb, qs = crux_nb.datasets.load_tiny(), crux_nb.datasets.load_tiny_questions()
         >>> ev = crux_nb.evaluate({"top1": kb.recipe(steps=[crux_nb.retrieve(limit=1)]), "bm25": kb.recipe()}, qs)
         >>> ev.run("top1", "q002")
         Run(recipe='top1', question_id='q002', hits=1)
@@ -203,18 +194,15 @@ class Evaluation:
 
         Examples
         --------
-        >>> import crux_nb, pandas as pd
-        >>> kb = crux_nb.knowledge_base(id="ev")
-        >>> kb.add_text("plan.md", "The launch moved to April."); kb.add_text("team.md", "Priya leads the platform team.")
-        >>> qs = pd.DataFrame({"question": ["When is the launch?", "Who leads the launch and the platform?"],
-        ...                    "gold": [["plan.md"], ["plan.md", "team.md"]]})
+        >>> import crux_nb
+        >>> kb, qs = crux_nb.datasets.load_tiny(), crux_nb.datasets.load_tiny_questions()
         >>> ev = crux_nb.evaluate({"top1": kb.recipe(steps=[crux_nb.retrieve(limit=1)]), "bm25": kb.recipe()}, qs)
         >>> ev.to_frame()[["recipe", "question_id", "recall@5", "n_hits"]]
           recipe question_id  recall@5  n_hits
         0   top1        q001       1.0       1
         1   top1        q002       0.5       1
         2   bm25        q001       1.0       1
-        3   bm25        q002       1.0       2
+        3   bm25        q002       1.0       3
         """
         records = []
         for run in self.runs:
@@ -232,17 +220,14 @@ class Evaluation:
 
         Examples
         --------
-        >>> import crux_nb, pandas as pd
-        >>> kb = crux_nb.knowledge_base(id="ev")
-        >>> kb.add_text("plan.md", "The launch moved to April."); kb.add_text("team.md", "Priya leads the platform team.")
-        >>> qs = pd.DataFrame({"question": ["When is the launch?", "Who leads the launch and the platform?"],
-        ...                    "gold": [["plan.md"], ["plan.md", "team.md"]]})
+        >>> import crux_nb
+        >>> kb, qs = crux_nb.datasets.load_tiny(), crux_nb.datasets.load_tiny_questions()
         >>> ev = crux_nb.evaluate({"top1": kb.recipe(steps=[crux_nb.retrieve(limit=1)]), "bm25": kb.recipe()}, qs)
         >>> ev.summary()[["recall@5", "ndcg@5", "model_calls", "questions"]].round(3)
                 recall@5  ndcg@5  model_calls  questions
         recipe
         top1        0.75   0.807            0          2
-        bm25        1.00   1.000            0          2
+        bm25        1.00   0.960            0          2
         """
         frame = self.to_frame()
         grouped = frame.groupby("recipe", sort=False)
@@ -260,11 +245,8 @@ class Evaluation:
 
         Examples
         --------
-        >>> import crux_nb, pandas as pd
-        >>> kb = crux_nb.knowledge_base(id="ev")
-        >>> kb.add_text("plan.md", "The launch moved to April."); kb.add_text("team.md", "Priya leads the platform team.")
-        >>> qs = pd.DataFrame({"question": ["When is the launch?", "Who leads the launch and the platform?"],
-        ...                    "gold": [["plan.md"], ["plan.md", "team.md"]]})
+        >>> import crux_nb
+        >>> kb, qs = crux_nb.datasets.load_tiny(), crux_nb.datasets.load_tiny_questions()
         >>> ev = crux_nb.evaluate({"top1": kb.recipe(steps=[crux_nb.retrieve(limit=1)]), "bm25": kb.recipe()}, qs)
         >>> ev.compare("top1", "bm25")
         Comparison('bm25' vs 'top1' on recall@5: wins=1, losses=0, ties=1, mean_diff=+0.250, 95% CI [+0.000, +0.500])
@@ -285,17 +267,14 @@ class Evaluation:
 
         Examples
         --------
-        >>> import crux_nb, pandas as pd
-        >>> kb = crux_nb.knowledge_base(id="ev")
-        >>> kb.add_text("plan.md", "The launch moved to April."); kb.add_text("team.md", "Priya leads the platform team.")
-        >>> qs = pd.DataFrame({"question": ["When is the launch?", "Who leads the launch and the platform?"],
-        ...                    "gold": [["plan.md"], ["plan.md", "team.md"]]})
+        >>> import crux_nb
+        >>> kb, qs = crux_nb.datasets.load_tiny(), crux_nb.datasets.load_tiny_questions()
         >>> ev = crux_nb.evaluate({"top1": kb.recipe(steps=[crux_nb.retrieve(limit=1)]), "bm25": kb.recipe()}, qs)
         >>> ev.recall_curve(max_k=3)
            top1  bm25
         k
         1  0.75  0.75
-        2  0.75  1.00
+        2  0.75  0.75
         3  0.75  1.00
         """
         top = max(self.ks) if max_k is None else max_k
@@ -311,15 +290,12 @@ class Evaluation:
         Examples
         --------
         >>> import matplotlib; matplotlib.use("Agg")  # no window
-        >>> import crux_nb, pandas as pd
-        >>> kb = crux_nb.knowledge_base(id="ev")
-        >>> kb.add_text("plan.md", "The launch moved to April."); kb.add_text("team.md", "Priya leads the platform team.")
-        >>> qs = pd.DataFrame({"question": ["When is the launch?", "Who leads the launch and the platform?"],
-        ...                    "gold": [["plan.md"], ["plan.md", "team.md"]]})
+        >>> import crux_nb
+        >>> kb, qs = crux_nb.datasets.load_tiny(), crux_nb.datasets.load_tiny_questions()
         >>> ev = crux_nb.evaluate({"top1": kb.recipe(steps=[crux_nb.retrieve(limit=1)]), "bm25": kb.recipe()}, qs)
         >>> ax = ev.plot_recall(max_k=3)
         >>> [line.get_label() for line in ax.get_lines()], ax.get_lines()[1].get_ydata().tolist()
-        (['top1', 'bm25'], [0.75, 1.0, 1.0])
+        (['top1', 'bm25'], [0.75, 0.75, 1.0])
         >>> matplotlib.pyplot.close(ax.figure)
         """
         from .plots import recall_curves
@@ -332,11 +308,8 @@ class Evaluation:
         Examples
         --------
         >>> import matplotlib; matplotlib.use("Agg")  # no window
-        >>> import crux_nb, pandas as pd
-        >>> kb = crux_nb.knowledge_base(id="ev")
-        >>> kb.add_text("plan.md", "The launch moved to April."); kb.add_text("team.md", "Priya leads the platform team.")
-        >>> qs = pd.DataFrame({"question": ["When is the launch?", "Who leads the launch and the platform?"],
-        ...                    "gold": [["plan.md"], ["plan.md", "team.md"]]})
+        >>> import crux_nb
+        >>> kb, qs = crux_nb.datasets.load_tiny(), crux_nb.datasets.load_tiny_questions()
         >>> ev = crux_nb.evaluate({"top1": kb.recipe(steps=[crux_nb.retrieve(limit=1)]), "bm25": kb.recipe()}, qs)
         >>> ax = ev.plot_scatter("top1", "bm25")
         >>> ax.get_title(), ax.get_xlabel()
@@ -352,11 +325,8 @@ class Evaluation:
 
         Examples
         --------
-        >>> import crux_nb, pandas as pd
-        >>> kb = crux_nb.knowledge_base(id="ev")
-        >>> kb.add_text("plan.md", "The launch moved to April."); kb.add_text("team.md", "Priya leads the platform team.")
-        >>> qs = pd.DataFrame({"question": ["When is the launch?", "Who leads the launch and the platform?"],
-        ...                    "gold": [["plan.md"], ["plan.md", "team.md"]]})
+        >>> import crux_nb
+        >>> kb, qs = crux_nb.datasets.load_tiny(), crux_nb.datasets.load_tiny_questions()
         >>> ev = crux_nb.evaluate({"top1": kb.recipe(steps=[crux_nb.retrieve(limit=1)]), "bm25": kb.recipe()}, qs)
         >>> ev.drilldown(1, top=3)
         DrillDown(question_id='q002', recipes=['top1', 'bm25'], top=3)

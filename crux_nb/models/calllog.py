@@ -55,6 +55,16 @@ class CallRecord:
     validation; ``ok`` is True when the call's output validated. ``error`` is
     the stable error code when the call raised (``None`` otherwise).
     ``duration_ms`` is left out of the ``repr`` so reprs stay deterministic.
+
+    Examples
+    --------
+    >>> from crux_nb.models import CallLog, OfflineModel, call_task
+    >>> log = CallLog()
+    >>> chunks = [{"id": "c1", "text": "Priya Raman leads the Platform team."}]
+    >>> _ = call_task(OfflineModel(), "extract", chunks, prompt_id="demo:extract", log=log)
+    >>> log.records[0]
+    CallRecord(task='extract', prompt_id='demo:extract', model='offline', input_chars=61, output_chars=294,
+               tokens_in=None, tokens_out=None, repaired=False, ok=True, error=None)
     """
 
     task: str

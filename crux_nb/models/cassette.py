@@ -129,19 +129,69 @@ class CassetteModel:
 
     # -------------------------------------------------------------------- tasks
     def extract(self, chunks: list[dict[str, Any]], *, repair: list[dict[str, str]] | None = None) -> Any:
-        """Replayed or recorded ``extract``."""
+        """Replayed or recorded ``extract``.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from crux_nb.models import CassetteModel, OfflineModel
+        >>> path = tempfile.mkdtemp() + "/calls.jsonl"
+        >>> chunks = [{"id": "c1", "text": "Priya Raman leads the Platform team."}]
+        >>> recorded = CassetteModel(inner=OfflineModel(), path=path, mode="record").extract(chunks)
+        >>> player = CassetteModel(path=path)
+        >>> player.extract(chunks) == recorded, sorted(e["name"] for e in recorded["entities"]), player.hits
+        (True, ['Platform', 'Priya Raman'], 1)
+        """
         return self._call("extract", (chunks,), repair)
 
     def write_report(self, community: dict[str, Any], *, repair: list[dict[str, str]] | None = None) -> Any:
-        """Replayed or recorded ``write_report``."""
+        """Replayed or recorded ``write_report``.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from crux_nb.models import CassetteModel, OfflineModel
+        >>> path = tempfile.mkdtemp() + "/calls.jsonl"
+        >>> leaf = {"community_id": "c1", "level": 0, "entities": [{"name": "Platform"}], "children": [],
+        ...         "chunks": [{"ref": "chunk:team.md:c0000", "text": "Priya Raman leads the Platform team."}]}
+        >>> recorded = CassetteModel(inner=OfflineModel(), path=path, mode="record").write_report(leaf)
+        >>> player = CassetteModel(path=path)
+        >>> player.write_report(leaf) == recorded, recorded["title"], len(player)
+        (True, 'Platform', 1)
+        """
         return self._call("write_report", (community,), repair)
 
     def map_findings(self, query: str, units: list[dict[str, Any]], *, repair: list[dict[str, str]] | None = None) -> Any:
-        """Replayed or recorded ``map_findings``."""
+        """Replayed or recorded ``map_findings``.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from crux_nb.models import CassetteModel, OfflineModel
+        >>> path = tempfile.mkdtemp() + "/calls.jsonl"
+        >>> units = [{"community_id": "c1", "level": 0, "title": "Platform", "summary": "",
+        ...           "findings": [{"id": "f1", "statement": "Priya Raman leads the Platform team."}]}]
+        >>> recorder = CassetteModel(inner=OfflineModel(), path=path, mode="auto")  # replays hits, records misses
+        >>> first, again = recorder.map_findings("Who leads?", units), recorder.map_findings("Who leads?", units)
+        >>> first == again, [f["finding_ids"] for f in first["findings"]], (recorder.inner_calls, recorder.hits)
+        (True, [['f1']], (1, 1))
+        """
         return self._call("map_findings", (query, units), repair)
 
     def rate(self, query: str, reports: list[dict[str, Any]], *, repair: list[dict[str, str]] | None = None) -> Any:
-        """Replayed or recorded ``rate``."""
+        """Replayed or recorded ``rate``.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from crux_nb.models import CassetteModel, OfflineModel
+        >>> path = tempfile.mkdtemp() + "/calls.jsonl"
+        >>> reports = [{"community_id": "c1", "title": "Platform", "summary": "Priya Raman leads the Platform team.",
+        ...             "findings": []}]
+        >>> recorded = CassetteModel(inner=OfflineModel(), path=path, mode="record").rate("Who leads?", reports)
+        >>> CassetteModel(path=path).rate("Who leads?", reports) == recorded, recorded["ratings"][0]["community_id"]
+        (True, 'c1')
+        """
         return self._call("rate", (query, reports), repair)
 
     def key(self, task: str, args: tuple, repair: list[dict[str, str]] | None = None) -> str:

@@ -131,19 +131,65 @@ class ChatModel:
 
     # ------------------------------------------------------------------ tasks
     def extract(self, chunks: list[dict[str, Any]], *, repair: list[dict[str, str]] | None = None) -> Any:
-        """Entities, mentions and relations, by prompting the endpoint."""
+        """Entities, mentions and relations, by prompting the endpoint.
+
+        Examples
+        --------
+        >>> from crux_nb.testing import stand_in_chat
+        >>> answer = {"entities": [{"name": "Priya Raman", "aliases": []}],
+        ...           "mentions": [{"chunk_id": "c1", "name": "Priya Raman"}], "related": []}
+        >>> with stand_in_chat(answer) as server:
+        ...     out = ChatModel(base_url=server.base_url, model="toy").extract([{"id": "c1", "text": "Priya Raman leads."}])
+        >>> out["mentions"], server.requests[0]["response_format"]["json_schema"]["name"]
+        ([{'chunk_id': 'c1', 'name': 'Priya Raman'}], 'crux_extract')
+        """
         return self._task("extract", (chunks,), repair)
 
     def write_report(self, community: dict[str, Any], *, repair: list[dict[str, str]] | None = None) -> Any:
-        """A community report, by prompting the endpoint."""
+        """A community report, by prompting the endpoint.
+
+        Examples
+        --------
+        >>> from crux_nb.testing import stand_in_chat
+        >>> leaf = {"community_id": "c1", "level": 0, "entities": [{"name": "Platform"}], "children": [],
+        ...         "chunks": [{"ref": "chunk:team.md:c0000", "text": "Priya Raman leads the Platform team."}]}
+        >>> answer = {"title": "Platform", "summary": "Priya Raman leads it.",
+        ...           "findings": [{"statement": "Priya Raman leads the Platform team.", "evidence": ["chunk:team.md:c0000"]}]}
+        >>> with stand_in_chat(answer) as server:
+        ...     report = ChatModel(base_url=server.base_url, model="toy").write_report(leaf)
+        >>> report["title"], server.requests[0]["response_format"]["json_schema"]["name"]
+        ('Platform', 'crux_write_report')
+        """
         return self._task("write_report", (community,), repair)
 
     def map_findings(self, query: str, units: list[dict[str, Any]], *, repair: list[dict[str, str]] | None = None) -> Any:
-        """Relevant findings with scores, by prompting the endpoint."""
+        """Relevant findings with scores, by prompting the endpoint; the schema allows only the issued finding ids.
+
+        Examples
+        --------
+        >>> from crux_nb.testing import stand_in_chat
+        >>> units = [{"community_id": "c1", "level": 0, "title": "Platform", "summary": "",
+        ...           "findings": [{"id": "f1", "statement": "Priya Raman leads the Platform team."}]}]
+        >>> with stand_in_chat({"findings": [{"statement": "Priya leads it.", "finding_ids": ["f1"], "score": 90}]}) as server:
+        ...     out = ChatModel(base_url=server.base_url, model="toy").map_findings("Who leads Platform?", units)
+        >>> schema = server.requests[0]["response_format"]["json_schema"]["schema"]
+        >>> out["findings"][0]["score"], schema["properties"]["findings"]["items"]["properties"]["finding_ids"]["items"]
+        (90, {'type': 'string', 'enum': ['f1']})
+        """
         return self._task("map_findings", (query, units), repair)
 
     def rate(self, query: str, reports: list[dict[str, Any]], *, repair: list[dict[str, str]] | None = None) -> Any:
-        """Report ratings, by prompting the endpoint."""
+        """Report ratings, by prompting the endpoint.
+
+        Examples
+        --------
+        >>> from crux_nb.testing import stand_in_chat
+        >>> reports = [{"community_id": "c1", "title": "Platform", "summary": "Priya Raman leads it.", "findings": []}]
+        >>> with stand_in_chat({"ratings": [{"community_id": "c1", "rating": 80}]}) as server:
+        ...     out = ChatModel(base_url=server.base_url, model="toy").rate("Who leads Platform?", reports)
+        >>> out, [m["role"] for m in server.requests[0]["messages"]]
+        ({'ratings': [{'community_id': 'c1', 'rating': 80}]}, ['system', 'user'])
+        """
         return self._task("rate", (query, reports), repair)
 
     def _task(self, task: str, args: tuple, repair: list[dict[str, str]] | None) -> Any:
@@ -157,6 +203,19 @@ class ChatModel:
 
         Raises :class:`ValidationExhaustedError` (issue code ``invalid_json``) when the
         reply is not JSON, and :class:`ModelError` on transport failures.
+
+        Examples
+        --------
+        >>> from crux_nb.testing import stand_in_chat
+        >>> with stand_in_chat('```json\\n{"answer": 42}\\n```', "not JSON") as server:
+        ...     model = ChatModel(base_url=server.base_url, model="toy")
+        ...     first = model.generate_object(messages=[{"role": "user", "content": "The answer?"}])
+        ...     try:
+        ...         model.generate_object(messages=[{"role": "user", "content": "Again?"}], prompt_id="demo")
+        ...     except ValidationExhaustedError as exc:
+        ...         second = exc.issues
+        >>> first, second  # a fenced reply is unwrapped; prose is a content-free issue
+        ({'answer': 42}, ({'path': '', 'code': 'invalid_json'},))
         """
         payload: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": self.temperature}
         if self.max_tokens is not None:

@@ -187,24 +187,76 @@ class KnowledgeModel(Protocol):
     fingerprint: str
 
     def extract(self, chunks: list[ChunkInput], *, repair: list[Issue] | None = None) -> ExtractOutput | Any:
-        """Entities, per-chunk mentions and entity-entity relations with their chunk ids."""
+        """Entities, per-chunk mentions and entity-entity relations with their chunk ids.
+
+        Examples
+        --------
+        >>> from crux_nb.models import OfflineModel
+        >>> out = OfflineModel().extract([{"id": "c1", "text": "Priya Raman leads the Platform team."}])
+        >>> out["mentions"]
+        [{'chunk_id': 'c1', 'name': 'Platform'}, {'chunk_id': 'c1', 'name': 'Priya Raman'}]
+        >>> [(r["from"], r["to"], r["chunk_ids"]) for r in out["related"]]
+        [('Platform', 'Priya Raman', ['c1'])]
+        """
         ...
 
     def write_report(self, community: CommunityInput, *, repair: list[Issue] | None = None) -> ReportOutput | Any:
-        """A community report ``{title, summary, findings}`` citing evidence refs."""
+        """A community report ``{title, summary, findings}`` citing evidence refs.
+
+        Examples
+        --------
+        >>> from crux_nb.models import OfflineModel
+        >>> leaf = {"community_id": "c1", "level": 0, "entities": [{"name": "Priya Raman"}], "children": [],
+        ...         "chunks": [{"ref": "chunk:team.md:c0000", "text": "Priya Raman leads the Platform team."}]}
+        >>> OfflineModel().write_report(leaf)
+        {'title': 'Priya Raman', 'summary': 'Priya Raman leads the Platform team.', 'findings': [{'id': 'finding-1',
+         'statement': 'Priya Raman leads the Platform team.', 'evidence': ['chunk:team.md:c0000']}]}
+        """
         ...
 
     def map_findings(self, query: str, units: list[UnitInput], *, repair: list[Issue] | None = None) -> MapOutput | Any:
-        """Findings relevant to ``query``, each citing issued finding ids, scored 0..100."""
+        """Findings relevant to ``query``, each citing issued finding ids, scored 0..100.
+
+        Examples
+        --------
+        >>> from crux_nb.models import OfflineModel
+        >>> units = [{"community_id": "c1", "level": 0, "title": "Platform", "summary": "",
+        ...           "findings": [{"id": "f1", "statement": "Priya Raman leads the Platform team."}]}]
+        >>> [(f["statement"], f["finding_ids"], 0 <= f["score"] <= 100)
+        ...  for f in OfflineModel().map_findings("Who leads the Platform team?", units)["findings"]]
+        [('Priya Raman leads the Platform team.', ['f1'], True)]
+        """
         ...
 
     def rate(self, query: str, reports: list[UnitInput], *, repair: list[Issue] | None = None) -> RateOutput | Any:
-        """A 0..100 relevance rating per community report."""
+        """A 0..100 relevance rating per community report.
+
+        Examples
+        --------
+        >>> from crux_nb.models import OfflineModel
+        >>> reports = [{"community_id": "c1", "title": "Platform", "summary": "Priya Raman leads the Platform team.",
+        ...             "findings": []}]
+        >>> [(r["community_id"], 0 <= r["rating"] <= 100) for r in OfflineModel().rate("Who leads Platform?", reports)["ratings"]]
+        [('c1', True)]
+        """
         ...
 
 
 class CassetteMissError(ModelError):
-    """A replay cassette has no recording for a call (code ``cassette_miss``)."""
+    """A replay cassette has no recording for a call (code ``cassette_miss``).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from crux_nb.models import CassetteMissError, CassetteModel, OfflineModel
+    >>> path = tempfile.mkdtemp() + "/calls.jsonl"
+    >>> _ = CassetteModel(inner=OfflineModel(), path=path, mode="record").rate("Who leads?", [])
+    >>> try:
+    ...     CassetteModel(path=path).rate("Who runs Atlas?", [])  # never recorded
+    ... except CassetteMissError as exc:
+    ...     print(exc.code, exc.task, exc.path == path)
+    cassette_miss rate True
+    """
 
     default_code = "cassette_miss"
 

@@ -142,7 +142,25 @@ Coverage = Literal["exact", "compensated", "raw-fallback", "materialization-wait
 
 @dataclass(frozen=True)
 class KnowledgeTrace:
-    """What a step read and how completely: upstream's ``KnowledgeStepTrace``, in snake_case."""
+    """What a step read and how completely: upstream's ``KnowledgeStepTrace``, in snake_case.
+
+    A step that reads communities (``global_search``) records one in ``StepTrace.knowledge``;
+    the other steps leave it None.
+
+    Examples
+    --------
+    >>> import crux_nb
+    >>> kb = crux_nb.datasets.load_tiny(communities=True)
+    >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+    >>> knowledge = kb.recipe(steps=[search]).retrieve_with_trace("Who runs Atlas?").trace.steps[0].knowledge
+    >>> knowledge
+    KnowledgeTrace(contributor='global-search', coverage='exact', available={'reports': 1, 'findings': 4},
+                   processed={'reports': 1, 'findings': 4})
+    >>> knowledge.scan, knowledge.detail, knowledge.preflight["calls"]
+    ('all', 'overview', 1)
+    >>> print(kb.recipe().retrieve_with_trace("Who runs Atlas?").trace.steps[0].knowledge)
+    None
+    """
 
     contributor: str
     coverage: Coverage

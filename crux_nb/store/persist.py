@@ -195,7 +195,8 @@ def save(kb: Any, path: str | os.PathLike, *, partition_rows: int = PARTITION_RO
 def communities_record(config: Any) -> dict:
     """What ``open()`` needs to restore a communities configuration (never a model's credentials)."""
     return {"id": config.id, "resolution": config.resolution, "seed": config.seed,
-            "max_children": config.max_children, "strategy_fingerprint": config.strategy_fingerprint,
+            "max_children": config.max_children, "incremental_engine": config.incremental_engine,
+            "strategy_fingerprint": config.strategy_fingerprint,
             "model": {"name": config.model.name, "fingerprint": config.model.fingerprint,
                       "class": type(config.model).__name__, "options": _options(config.model)}}
 

@@ -1,8 +1,11 @@
 """Column-wise validation of ``add_edges`` / ``add_entities`` frames (the fast path).
 
 Each check runs once per *distinct* value of a column (relation types, directions,
-refs, evidence chunks) or as one numpy operation (weights), and rows are then
-assembled from lookup tables, so 500k edges take about a second instead of a minute.
+refs, evidence chunks), or as one Arrow or numpy operation (the refs of the knowledge base,
+plain entity refs, weights). Columns stay (codes, dictionary) pairs until the edge ids are
+hashed (:mod:`crux_nb.store.edge_ids`) and the rows sorted by id; each stored column is then
+one Arrow dictionary take, a pandas ``str`` Series (500k edges: about 2 CPU seconds, most of
+it SHA-256; the row loop takes about 30).
 
 The fast path only ever *accepts*: when any value fails, or is of a kind it does not
 handle itself, it returns ``None`` and the caller runs the row-by-row reference
@@ -12,19 +15,20 @@ paths accept the same frames, produce the same rows and raise the same errors.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import re
 from collections.abc import Mapping
 from itertools import chain
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..errors import CruxError
 from ..refs import EntityRef, as_ref, encode_ref
-from ..schema import check_unicode, has_surrogate
+from ..schema import has_surrogate
+from .edge_ids import Coded, edge_ids, head_keys, hex_ids, strings
 from .rows import (DIRECTIONS, EDGE_COLUMNS, ENTITY_COLUMNS, EVIDENCE_COLUMNS, check_type_name, is_missing,
                    positive_finite)
 
@@ -41,18 +45,42 @@ def _column(frame: pd.DataFrame, name: str, default: Any) -> list:
     return [default if is_missing(v) else v for v in frame[name].tolist()]
 
 
-def _factorize(values) -> tuple[np.ndarray, list]:
-    """Codes (-1 for a missing cell) and distinct values, in C (pandas' hash tables)."""
+def _factorize(values) -> tuple[np.ndarray, Any]:
+    """Codes (-1 for a missing cell) and distinct values (an index or array), in C (pandas' hash tables)."""
     try:
-        codes, uniques = pd.factorize(values)
+        return pd.factorize(values)
     except TypeError:  # an unhashable cell (a list where a string belongs)
         raise _Reject from None
-    return codes, list(uniques)
 
 
-def _types(frame: pd.DataFrame) -> tuple[np.ndarray, tuple[np.ndarray, list]]:
-    """The type of each row, and (codes, distinct values)."""
+def _strings(values: list) -> pa.Array:
+    """An Arrow string array, or :class:`_Reject` for a string Arrow cannot hold (a lone surrogate)."""
+    try:
+        return strings(values)
+    except (pa.ArrowException, UnicodeError, TypeError, ValueError):
+        raise _Reject from None
+
+
+def _arrow_strings(values) -> pa.Array | None:
+    """The Arrow array behind a pandas ``str`` column or index (no copy), or ``None`` for other storage."""
+    array = getattr(values, "array", None)
+    if not (pd.api.types.is_string_dtype(getattr(values, "dtype", None)) and hasattr(array, "__arrow_array__")):
+        return None
+    array = pa.array(array)
+    array = array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+    return array if pa.types.is_large_string(array.type) or pa.types.is_string(array.type) else None
+
+
+def _coded_column(codes: np.ndarray, uniques: list, default: str | None = None) -> Coded:
+    """(codes, dictionary) with missing cells (code -1) pointing at ``default``, the dictionary's last entry."""
+    if (codes < 0).any():
+        return np.where(codes < 0, len(uniques), codes), _strings([*uniques, default])
+    return codes, _strings(uniques)
+
+
+def _types(frame: pd.DataFrame) -> Coded:
     codes, uniques = _factorize(frame["type"])
+    uniques = uniques.tolist()
     if (codes < 0).any():
         raise _Reject
     for value in uniques:
@@ -60,26 +88,21 @@ def _types(frame: pd.DataFrame) -> tuple[np.ndarray, tuple[np.ndarray, list]]:
             check_type_name(value, "")
         except CruxError:
             raise _Reject from None
-    return np.asarray(uniques, dtype=object)[codes], (codes, uniques)
+    return codes, strings([str(v) for v in uniques])
 
 
-def _directions(frame: pd.DataFrame) -> tuple[np.ndarray, tuple[np.ndarray, list]]:
+def _directions(frame: pd.DataFrame) -> Coded:
     if "direction" not in frame.columns:
-        return np.full(len(frame), "directed", dtype=object), (np.zeros(len(frame), dtype=np.intp), ["directed"])
+        return np.zeros(len(frame), dtype=np.intp), strings(["directed"])
     codes, uniques = _factorize(frame["direction"])
+    uniques = uniques.tolist()
     if not all(isinstance(v, str) and v in DIRECTIONS for v in uniques):
         raise _Reject
-    table = [*uniques, "directed"]  # code -1 (missing) -> the default
-    return np.asarray(table, dtype=object)[codes], (codes, table)
+    return _coded_column(codes, [str(v) for v in uniques], "directed")
 
 
 def _encode_end(value: Any, existing: set[str], entities: dict[str, str]) -> str:
-    if isinstance(value, str) and value in existing:
-        return str(value)  # the knowledge base's own (canonical) encoding
-    if isinstance(value, str) and value.startswith("entity:") and len(value) > 7 and not any(
-            c in value[7:] for c in ":%"):
-        entities.setdefault(str(value), value[7:])
-        return str(value)
+    """The encoding of one end the column-wise checks did not vouch for (a ref object, an escaped id...)."""
     try:
         ref = as_ref(value)
         text = encode_ref(ref)
@@ -92,33 +115,68 @@ def _encode_end(value: Any, existing: set[str], entities: dict[str, str]) -> str
     return text
 
 
-def _ends(frame: pd.DataFrame, directions: np.ndarray, existing: set[str],
-          entities: dict[str, str]) -> tuple[np.ndarray, np.ndarray, tuple, tuple]:
-    """Encoded ``(lo, hi)`` ends: both columns factorised together, symmetric edges' ends sorted; and each
-    as (codes, distinct encodings)."""
+def _encode_ends(uniques, existing: set[str], entities: dict[str, str]) -> pa.Array:
+    """The encoding of each distinct end. Strings that are refs of the knowledge base, or plain entity refs
+    (``entity:<id>``, no ``:`` or ``%`` in the id), are their own encoding: checked column-wise."""
+    texts = _arrow_strings(uniques)
+    if texts is None:  # objects (ref objects, numbers...): the strings among them are checked column-wise
+        values = list(uniques)
+        texts = _strings([str(v) if isinstance(v, str) else None for v in values])
+    else:
+        values = uniques
+    mask = lambda condition: pc.fill_null(condition, False).to_numpy(zero_copy_only=False)  # noqa: E731
+    known = mask(pc.is_in(texts, value_set=strings(list(existing))))
+    entity = mask(pc.and_(pc.and_(pc.starts_with(texts, "entity:"), pc.greater(pc.utf8_length(texts), 7)),
+                          pc.invert(pc.match_substring_regex(pc.utf8_slice_codeunits(texts, 7), "[:%]"))))
+    entity &= ~known
+    named = texts.filter(pa.array(entity))
+    entities.update(zip(named.to_pylist(), pc.utf8_slice_codeunits(named, 7).to_pylist()))
+    other = np.flatnonzero(~(known | entity))
+    if not len(other):
+        return texts
+    encoded = texts.to_pylist()
+    for i in other:
+        encoded[i] = _encode_end(values[i], existing, entities)
+    if has_surrogate("".join(encoded[i] for i in other)):
+        raise _Reject
+    return _strings(encoded)
+
+
+def _ranks(texts: pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """Each text's rank among the distinct texts in Python string order (UTF-8 byte order), and those."""
+    order = pc.array_sort_indices(texts).to_numpy()
+    ordered = texts.take(pa.array(order))
+    new = np.ones(len(order), dtype=bool)
+    if len(order) > 1:
+        new[1:] = pc.not_equal(ordered[1:], ordered[:-1]).to_numpy(zero_copy_only=False)
+    rank = np.empty(len(order), dtype=np.intp)
+    rank[order] = np.cumsum(new) - 1
+    return rank, ordered.filter(pa.array(new))
+
+
+def _ends(frame: pd.DataFrame, directions: Coded, existing: set[str], entities: dict[str, str]) -> tuple[Coded, Coded]:
+    """Encoded ``(lo, hi)`` ends, each as (codes, distinct encodings in string order): both columns factorised
+    together, symmetric edges' ends sorted."""
     n = len(frame)
     both = pd.concat([frame["from_ref"], frame["to_ref"]], ignore_index=True)
     codes, uniques = _factorize(both)
     if (codes < 0).any():
         raise _Reject
-    encoded = [_encode_end(v, existing, entities) for v in uniques]
-    if has_surrogate("".join(encoded)):
-        raise _Reject
-    # rank of each distinct encoding: Python string order, as the row loop's ends.sort()
-    rank, texts = pd.factorize(np.asarray(encoded, dtype=object), sort=True)
-    texts = np.asarray(texts, dtype=object)
+    rank, texts = _ranks(_encode_ends(uniques, existing, entities))
     frm, to = rank[codes[:n]], rank[codes[n:]]
-    swap = (directions == "symmetric") & (to < frm)
-    lo, hi = np.where(swap, to, frm), np.where(swap, frm, to)
-    return texts[lo], texts[hi], (lo, texts), (hi, texts)
+    codes_d, table_d = directions
+    symmetric = np.asarray(pc.equal(table_d, "symmetric").to_numpy(zero_copy_only=False), dtype=bool)
+    swap = symmetric[codes_d] & (to < frm)
+    return (np.where(swap, to, frm), texts), (np.where(swap, frm, to), texts)
 
 
-def _evidence(series: pd.Series, chunk_sources: dict[str, str]) -> tuple[np.ndarray, list[str]]:
-    """Per-row evidence counts and the flat list of encoded chunk refs."""
+def _evidence(series: pd.Series, chunk_sources: dict[str, str]) -> tuple[np.ndarray, Coded]:
+    """Per-row evidence counts and the flat column of encoded chunk refs."""
     values = series.tolist()
-    if all(type(v) is list for v in values):
+    if set(map(type, values)) == {list}:
         counts = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
-        flat = list(chain.from_iterable(values))
+        one = len(counts) and counts.min() == counts.max() == 1  # one chunk per edge: no chain needed
+        flat = list(map(itemgetter(0), values)) if one else list(chain.from_iterable(values))
     else:
         if any(isinstance(v, str) or not hasattr(v, "__iter__") for v in values):
             raise _Reject
@@ -130,10 +188,10 @@ def _evidence(series: pd.Series, chunk_sources: dict[str, str]) -> tuple[np.ndar
     codes, uniques = _factorize(np.asarray(flat, dtype=object))
     if (codes < 0).any():
         raise _Reject
-    encoded = []
-    for value in uniques:
-        if isinstance(value, str) and value in chunk_sources:
-            encoded.append(str(value))
+    table = []
+    for value in uniques.tolist():
+        if type(value) is str and value in chunk_sources:
+            table.append(value)
             continue
         try:
             text = encode_ref(as_ref(value, kinds=("chunk",)))
@@ -141,8 +199,8 @@ def _evidence(series: pd.Series, chunk_sources: dict[str, str]) -> tuple[np.ndar
             raise _Reject from None
         if text not in chunk_sources:
             raise _Reject
-        encoded.append(text)
-    return counts, np.asarray(encoded, dtype=object)[codes].tolist()
+        table.append(text)
+    return counts, (codes, strings(table))
 
 
 def _weights(frame: pd.DataFrame) -> np.ndarray:
@@ -165,56 +223,84 @@ def _weights(frame: pd.DataFrame) -> np.ndarray:
     return np.asarray(out, dtype="float64")
 
 
-def _texts(frame: pd.DataFrame, name: str, *, empty_is_missing: bool = False) -> np.ndarray:
-    """An optional text column: strings or None (``""`` too when ``empty_is_missing``)."""
+def _texts(frame: pd.DataFrame, name: str, *, empty_is_missing: bool = False) -> Coded:
+    """An optional text column: strings or None (``""`` too when ``empty_is_missing``), as (codes, dictionary)."""
     if name not in frame.columns:
-        return np.full(len(frame), None, dtype=object)
+        return np.zeros(len(frame), dtype=np.intp), strings([None])
     codes, uniques = _factorize(frame[name])
+    uniques = uniques.tolist()
     if not all(isinstance(v, str) for v in uniques) or has_surrogate("".join(uniques)):
         raise _Reject
-    table = [None if empty_is_missing and not v else str(v) for v in uniques]
-    return np.asarray([*table, None], dtype=object)[codes]
+    return _coded_column(codes, [None if empty_is_missing and not v else str(v) for v in uniques])
 
 
-_NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f\ud800-\udfff]')  # what json.dumps(ensure_ascii=False) escapes
+def _objects(coded: Coded) -> np.ndarray:
+    codes, table = coded
+    return np.asarray(table.to_pylist(), dtype=object)[codes]
 
 
-def _quoted(coded: tuple[np.ndarray, list]) -> list[str]:
-    """``json.dumps`` of every cell of a (codes, distinct values) column (plain strings are only wrapped in
-    quotes), once per distinct value."""
-    codes, uniques = coded
-    table = [json.dumps(v, ensure_ascii=False) if _NEEDS_ESCAPE.search(v) else f'"{v}"' for v in uniques]
-    return np.asarray(table, dtype=object)[codes].tolist()
+def _text_column(coded: Coded, order: np.ndarray | None = None) -> pd.Series:
+    """A ``str`` column from (codes, dictionary), its rows in ``order``."""
+    codes, table = coded
+    return pd.Series(table.take(pa.array(codes if order is None else codes[order])), dtype="str")
 
 
-def _edge_ids(types: tuple, lo: tuple, hi: tuple, directions: tuple, stage: str) -> list[str]:
-    """``stable_id("edge", {...})`` of every row: the canonical JSON (sorted keys, no spaces) written per row
-    from the quoted distinct values, then hashed."""
-    stage_json = json.dumps(stage, ensure_ascii=False)
-    sha = hashlib.sha256
-    return ["edge_" + sha(f'{{"direction":{d},"from":{f},"stage":{stage_json},"to":{t},"type":{y}}}'
-                          .encode("utf-8", "surrogatepass")).hexdigest()[:16]
-            for d, f, t, y in zip(_quoted(directions), _quoted(lo), _quoted(hi), _quoted(types))]
+def _constant(value: str, n: int) -> pd.Series:
+    return _text_column((np.zeros(n, dtype=np.intp), strings([value])))
+
+
+def _edge_order(heads: np.ndarray) -> np.ndarray:
+    """Rows by id when the ids are distinct (the order the merge stores them in, so it need not sort), else
+    as given (a repeated edge: the merge keeps the first one)."""
+    keys = head_keys(heads)
+    order = np.argsort(keys, kind="stable")
+    if len(order) > 1 and (keys[order][1:] == keys[order][:-1]).any():
+        return np.arange(len(keys))
+    return order
+
+
+def _evidence_order(order: np.ndarray, counts: np.ndarray, chunks: Coded) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of the evidence rows (flat, in frame order) for edges in ``order``, chunks sorted within an
+    edge; and the position in ``order`` of each row's edge."""
+    if not len(counts) or counts.max() == 1:
+        return order, np.arange(len(order))
+    starts = np.cumsum(counts) - counts
+    sizes = counts[order]
+    edge = np.repeat(np.arange(len(order)), sizes)
+    flat = starts[order][edge] + np.arange(len(edge)) - (np.cumsum(sizes) - sizes)[edge]
+    rank, _ = _ranks(chunks[1])
+    within = np.lexsort((rank[chunks[0][flat]], edge))
+    return flat[within], edge[within]
 
 
 def fast_edge_rows(frame: pd.DataFrame, *, existing: set[str], chunk_sources: dict[str, str], stage: str,
                    provenance: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]] | None:
-    """What :func:`crux_nb.store.rows.edge_rows` returns for ``frame``, or ``None`` if a row needs reporting."""
+    """What :func:`crux_nb.store.rows.edge_rows` returns for ``frame`` (as columns: pandas Series of the
+    stored dtypes), or ``None`` if a row needs reporting. Rows come sorted by id when the ids are distinct
+    (and evidence by id and chunk), which is how the merge stores them: the merge's result is the same."""
+    if not all(type(v) is str and not has_surrogate(v) for v in (stage, provenance)):
+        return None
     try:
-        (types, type_codes), (directions, direction_codes) = _types(frame), _directions(frame)
+        types, directions = _types(frame), _directions(frame)
         entities: dict[str, str] = {}
-        lo, hi, lo_codes, hi_codes = _ends(frame, directions, existing, entities)
+        lo, hi = _ends(frame, directions, existing, entities)
         counts, supports = _evidence(frame["evidence"], chunk_sources)
         descriptions = _texts(frame, "description", empty_is_missing=True)
         weights = _weights(frame)
     except _Reject:
         return None
-    ids = _edge_ids(type_codes, lo_codes, hi_codes, direction_codes, stage)
-    n = len(ids)
-    edges = dict(zip(EDGE_COLUMNS, (ids, types, lo, hi, directions, weights, [stage] * n, descriptions)))
-    evidence_ids = np.repeat(np.asarray(ids, dtype=object), counts) if n else []
-    evidence = dict(zip(EVIDENCE_COLUMNS, (evidence_ids, [chunk_sources[r] for r in supports], supports,
-                                           [provenance] * len(supports))))
+    heads = edge_ids(directions, lo, hi, types, stage)
+    order = _edge_order(heads)
+    heads = heads[order]
+    edges = dict(zip(EDGE_COLUMNS, (
+        pd.Series(hex_ids(heads), dtype="str"), _text_column(types, order), _text_column(lo, order),
+        _text_column(hi, order), _text_column(directions, order), pd.Series(weights[order], dtype="float64"),
+        _constant(stage, len(order)), _text_column(descriptions, order))))
+    rows, edge = _evidence_order(order, counts, supports)
+    sources = (supports[0], strings([chunk_sources[r] for r in supports[1].to_pylist()]))
+    evidence = dict(zip(EVIDENCE_COLUMNS, (pd.Series(hex_ids(heads[edge]), dtype="str"),
+                                           _text_column(sources, rows), _text_column(supports, rows),
+                                           _constant(provenance, len(rows)))))
     return edges, evidence, entities
 
 
@@ -239,7 +325,7 @@ def fast_entity_rows(frame: pd.DataFrame) -> dict[str, list] | None:
         return None
     try:
         aliases = _aliases(_column(frame, "aliases", ()))
-        types, descriptions = _texts(frame, "type"), _texts(frame, "description")
+        types, descriptions = _objects(_texts(frame, "type")), _objects(_texts(frame, "description"))
     except _Reject:
         return None
     refs = [encode_ref(EntityRef(e)) for e in ids]

@@ -22,6 +22,7 @@ from ..schema import SCHEMAS, coerce, empty_frame, require_columns
 from .chunking import source_rows
 from .ingest import SourceSpec
 from .rows import DIRECTIONS, STRUCTURAL_TYPES, edge_rows, entity_rows  # noqa: F401 (re-exported)
+from .edge_ids import id_keys
 from .rows_fast import fast_edge_rows, fast_entity_rows
 
 TABLES = tuple(SCHEMAS)
@@ -165,8 +166,10 @@ def with_sources(state: KBState, specs: list[SourceSpec], *, chunk_size: int) ->
 
 
 def _existing_refs(state: KBState) -> set[str]:
-    return (set(state.chunks["ref"]) | {encode_ref(DocumentRef(s)) for s in state.documents["source_id"]}
-            | {encode_ref(ParentRef(s, p)) for s, p in zip(state.parents["source_id"], state.parents["parent_id"])})
+    return (set(state.chunks["ref"].tolist())
+            | {encode_ref(DocumentRef(s)) for s in state.documents["source_id"].tolist()}
+            | {encode_ref(ParentRef(s, p)) for s, p in zip(state.parents["source_id"].tolist(),
+                                                             state.parents["parent_id"].tolist())})
 
 
 def with_edges(state: KBState, frame: pd.DataFrame, *, stage: str = "user",
@@ -186,50 +189,59 @@ def with_edges(state: KBState, frame: pd.DataFrame, *, stage: str = "user",
     return _merge_edges(state, *rows)
 
 
-_HEX = np.full(256, -1, dtype=np.int64)
-_HEX[np.frombuffer(b"0123456789abcdef", dtype=np.uint8)] = np.arange(16)
+def _column(values) -> pd.Series:
+    """A column of the rows handed to the merge: a Series as it is (the fast path's, already typed), else objects."""
+    return values if isinstance(values, pd.Series) else pd.Series(np.asarray(values, dtype=object), dtype=object)
 
 
-def _id_keys(ids) -> np.ndarray | None:
-    """``edge_<16 lowercase hex>`` ids as unsigned integers (same order as the strings), or ``None`` if any
-    id is something else. Decoded column-wise from the ids' bytes."""
-    try:
-        raw = np.asarray(ids, dtype="S22")  # one byte more than an id: a longer string shows there
-    except (UnicodeEncodeError, ValueError, TypeError):
-        return None
-    if raw.ndim != 1:
-        return None
-    grid = raw.view(np.uint8).reshape(len(raw), 22)
-    if len(raw) and ((grid[:, :5] != np.frombuffer(b"edge_", dtype=np.uint8)).any() or grid[:, 21].any()):
-        return None
-    digits = _HEX[grid[:, 5:21]]
-    if (digits < 0).any():
-        return None
-    return (digits.astype(np.uint64) << (4 * np.arange(15, -1, -1, dtype=np.uint64))).sum(axis=1, dtype=np.uint64)
+def _take(columns: dict[str, pd.Series], order: np.ndarray | None) -> pd.DataFrame:
+    if order is not None:
+        columns = {c: v.take(order) for c, v in columns.items()}
+    return pd.DataFrame({c: v.reset_index(drop=True) for c, v in columns.items()})
+
+
+def _ascending(keys: np.ndarray, columns: list[pd.Series]) -> bool:
+    """Whether rows are in strictly ascending (key, columns...) order, compared column-wise (Arrow compares
+    strings by UTF-8 bytes: Python's str order)."""
+    if len(keys) < 2:
+        return True
+    if not all(pd.api.types.is_string_dtype(c) and not c.hasnans for c in columns):
+        return False
+    later, tie = keys[1:] > keys[:-1], keys[1:] == keys[:-1]
+    for column in columns:
+        values = pa.array(column.array)
+        nxt, prev = values[1:], values[:-1]
+        later |= tie & pc.greater(nxt, prev).to_numpy(zero_copy_only=False)
+        tie &= pc.equal(nxt, prev).to_numpy(zero_copy_only=False)
+    return bool(later.all())
 
 
 def _first_edges(edges: dict, evidence: dict) -> tuple[pd.DataFrame, pd.DataFrame] | None:
     """The merge of the first edges of a state (no edges yet) without string sorts: the rows ordered by their
     ids' integer keys, the evidence by (edge key, chunk ref rank, provenance rank). ``None`` when an id is not
-    ``edge_<16 hex>`` or an id repeats (the general merge handles those)."""
-    keys, ev_keys = _id_keys(edges["edge_id"]), _id_keys(evidence["edge_id"])
+    ``edge_<16 hex>`` or an id repeats (the general merge handles those). Rows already in that order (the
+    fast path's) are checked, not sorted."""
+    keys, ev_keys = id_keys(edges["edge_id"]), id_keys(evidence["edge_id"])
     if keys is None or ev_keys is None:
         return None
-    order = np.argsort(keys, kind="stable")
-    if len(order) > 1 and (keys[order][1:] == keys[order][:-1]).any():
-        return None
-    frame = coerce(pd.DataFrame({c: np.asarray(v, dtype=object)[order] for c, v in edges.items()}), "edges")
-    chunk_rank, _ = pd.factorize(np.asarray(evidence["chunk_ref"], dtype=object), sort=True)
-    prov_rank, _ = pd.factorize(np.asarray(evidence["provenance"], dtype=object), sort=True)
+    edges, evidence = {c: _column(v) for c, v in edges.items()}, {c: _column(v) for c, v in evidence.items()}
+    order = None
+    if len(keys) > 1 and not (keys[1:] > keys[:-1]).all():
+        order = np.argsort(keys, kind="stable")
+        if (keys[order][1:] == keys[order][:-1]).any():
+            return None
+    frame = coerce(_take(edges, order), "edges")
+    if _ascending(ev_keys, [evidence["chunk_ref"], evidence["provenance"]]):
+        return frame, coerce(_take(evidence, None), "edge_evidence")
+    chunk_rank, _ = pd.factorize(evidence["chunk_ref"], sort=True)
+    prov_rank, _ = pd.factorize(evidence["provenance"], sort=True)
     ev_order = np.lexsort((prov_rank, chunk_rank, ev_keys))
     same = np.zeros(max(len(ev_order) - 1, 0), dtype=bool)
     if len(ev_order) > 1:
         a, b = ev_order[1:], ev_order[:-1]
         same = (ev_keys[a] == ev_keys[b]) & (chunk_rank[a] == chunk_rank[b]) & (prov_rank[a] == prov_rank[b])
     ev_order = ev_order[np.concatenate([[True], ~same])] if len(ev_order) else ev_order
-    ev_frame = coerce(pd.DataFrame({c: np.asarray(v, dtype=object)[ev_order] for c, v in evidence.items()}),
-                      "edge_evidence")
-    return frame, ev_frame
+    return frame, coerce(_take(evidence, ev_order), "edge_evidence")
 
 
 def _merge_edges(state: KBState, edges: dict, evidence: dict, new_entities: dict[str, str]) -> KBState:
@@ -248,12 +260,13 @@ def _merge_edges(state: KBState, edges: dict, evidence: dict, new_entities: dict
             unique["description"] = unique["edge_id"].map(first_desc).astype("str")
         all_evidence = _sorted_unique(_concat("edge_evidence", [state.edge_evidence, pd.DataFrame(evidence)]),
                                       ["edge_id", "chunk_ref", "provenance"])
-    known = set(state.entities["ref"])
+    known = set(state.entities["ref"].tolist())
     add = [{"entity_id": eid, "ref": ref, "canonical_name": eid, "type": None, "aliases": (), "description": None}
-           for ref, eid in sorted(new_entities.items()) if ref not in known]
-    entities = _concat("entities", [state.entities, pd.DataFrame(add)])
-    return replace(state, edges=unique, edge_evidence=all_evidence,
-                   entities=_sorted(entities, ["entity_id"]), version=state.version + 1)
+           for ref, eid in sorted((r, e) for r, e in new_entities.items() if r not in known)]
+    entities = state.entities  # stored frames are never changed in place: shared when nothing is added
+    if add:
+        entities = _sorted(_concat("entities", [state.entities, pd.DataFrame(add)]), ["entity_id"])
+    return replace(state, edges=unique, edge_evidence=all_evidence, entities=entities, version=state.version + 1)
 
 
 def with_entities(state: KBState, frame: pd.DataFrame) -> KBState:

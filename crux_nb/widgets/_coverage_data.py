@@ -22,30 +22,16 @@ from typing import Any
 import pandas as pd
 
 from ..community import Finding, Report
-from ..errors import ParameterError
 from ..retrieval.globalsearch.descent import Batch, Rating
 from ..refs import encode_ref, is_ref
-from .layout import TreeNode, fmt, tree_layout
+from ._coverage_rows import FRAME_COLUMNS, STATUS_LABELS, STATUSES, coverage_frame, coverage_nodes
+from .layout import tree_layout
 
-__all__ = ["CoverageData", "CoverageFinding", 
-           "CallInfo", "STATUSES", "FRAME_COLUMNS", "coverage_nodes"]
+__all__ = ["CoverageData", "CoverageFinding", "CallInfo", "STATUSES", "STATUS_LABELS", "FRAME_COLUMNS", "coverage_nodes"]
 
 STEP_KIND = "global-search"
 OWNER = "CoverageView()"
-# community status in the hierarchy, in legend order
-STATUSES = ("mapped", "visited", "skipped", "truncated", "excluded", "unread")
-STATUS_LABELS = {"mapped": "mapped", "visited": "visited, not mapped", "skipped": "skipped (rated below threshold)",
-                 "truncated": "truncated (rating budget)", "excluded": "excluded (compensation)",
-                 "unread": "not read"}
 RESOLUTIONS = ("recorded", "verified", "inferred", "unresolved")
-FRAME_COLUMNS = {
-    "finding": ["rank", "finding_target", "score", "statement", "community_id", "generation", "resolution",
-                "cited_findings", "cited_communities", "supports", "n_supports", "assertion_refs"],
-    "support": ["rank", "finding_target", "support", "cited_findings", "text"],
-    "community": ["community_id", "level", "parent_id", "title", "status", "rating", "decision", "fallback", "batch",
-                  "findings", "chars"],
-    "batch": ["batch", "prompt_id", "community_ids", "reports", "findings", "input_chars", "calls", "repaired", "ok"],
-}
 SEARCH_LIMIT = 4096  # candidate id sets hashed per hit, at most
 
 
@@ -85,13 +71,10 @@ class CoverageFinding:
 
     Examples
     --------
-    >>> import crux_nb
-    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
-    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
-    >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+    >>> import crux_nb; from crux_nb.widgets import coverage_data
+    >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
     >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
     >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
-    >>> from crux_nb.widgets import coverage_data
     >>> finding = coverage_data(result).findings[1]
     >>> finding.rank, finding.statement, finding.resolution
     (2, 'Priya Raman leads the Platform team.', 'verified')
@@ -122,18 +105,15 @@ class CoverageData:
 
     Examples
     --------
-    >>> import crux_nb
-    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
-    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
-    >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+    >>> import crux_nb; from crux_nb.widgets import coverage_data
+    >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
     >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
     >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
-    >>> from crux_nb.widgets import coverage_data
     >>> data = coverage_data(result)
     >>> data.coverage, data.available["reports"], data.processed["reports"], len(data.batches)
-    ('exact', 1, 1, 1)
+    ('exact', 2, 2, 1)
     >>> [data.status(cid) for cid in data.tree_order()], data.call_counts()["map"]
-    (['mapped', 'unread', 'unread'], 1)
+    (['unread', 'mapped', 'mapped'], 1)
     """
 
     step_id: str
@@ -176,13 +156,10 @@ class CoverageData:
 
         Examples
         --------
-        >>> import crux_nb
-        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
-        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
-        >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+        >>> import crux_nb; from crux_nb.widgets import coverage_data
+        >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
         >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
         >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
-        >>> from crux_nb.widgets import coverage_data
         >>> data = coverage_data(result)
         >>> data.find(result.hits[1].citation.finding_target).statement, data.find("finding:0000")
         ('Priya Raman leads the Platform team.', None)
@@ -193,6 +170,18 @@ class CoverageData:
         return None
 
     def unit(self, community_id: str) -> Report | None:
+        """The searched report (unit) with this community id, or None.
+
+        Examples
+        --------
+        >>> import crux_nb; from crux_nb.widgets import coverage_data
+        >>> kb = crux_nb.datasets.load_tiny(communities=True)
+        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+        >>> data = coverage_data(kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?"))
+        >>> root, leaf, _ = data.tree_order()
+        >>> data.unit(root), data.unit("c-unknown")
+        (Report('c-...', level=1, title='Platform and Atlas; Beacon and Priya Raman', findings=4), None)
+        """
         return self._by_id.get(community_id)
 
     @cached_property
@@ -211,12 +200,47 @@ class CoverageData:
         return {"ratings": ratings, "batches": batches, "mapped": set(self.mapped), "excluded": set(self.excluded)}
 
     def rating(self, community_id: str) -> Rating | None:
+        """The adaptive descent's rating of this community (the first one), or None when it was not rated.
+
+        Examples
+        --------
+        >>> import crux_nb; from crux_nb.widgets import coverage_data
+        >>> kb = crux_nb.datasets.load_tiny(communities=True)
+        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel(), scan="adaptive")
+        >>> data = coverage_data(kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?"))
+        >>> root, leaf, _ = data.tree_order()
+        >>> data.rating(root).decision, data.rating(root).fallback, data.rating(leaf)
+        ('visited', True, None)
+        """
         return self._lookup["ratings"].get(community_id)
 
     def batch_of(self, community_id: str) -> Batch | None:
+        """The map batch that read this community, or None when no batch did.
+
+        Examples
+        --------
+        >>> import crux_nb; from crux_nb.widgets import coverage_data
+        >>> kb = crux_nb.datasets.load_tiny(communities=True)
+        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+        >>> data = coverage_data(kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?"))
+        >>> root, leaf, other = data.tree_order()
+        >>> data.batch_of(root), data.batch_of(leaf).index, data.batch_of(leaf) is data.batch_of(other)
+        (None, 0, True)
+        """
         return self._lookup["batches"].get(community_id)
 
     def title(self, community_id: str) -> str:
+        """The community's report title (also of an excluded one); empty when it is unknown.
+
+        Examples
+        --------
+        >>> import crux_nb; from crux_nb.widgets import coverage_data
+        >>> kb = crux_nb.datasets.load_tiny(communities=True)
+        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+        >>> data = coverage_data(kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?"))
+        >>> [data.title(c) for c in data.tree_order()] + [data.title("c-unknown")]
+        ['Platform and Atlas; Beacon and Priya Raman', 'Platform and Atlas', 'Beacon and Priya Raman', '']
+        """
         unit = self.unit(community_id)
         if unit is not None:
             return unit.title
@@ -228,12 +252,11 @@ class CoverageData:
         Examples
         --------
         >>> import crux_nb; from crux_nb.widgets import coverage_data
-        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
-        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
-        >>> _ = kb.communities.prepare(); search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+        >>> kb = crux_nb.datasets.load_tiny(communities=True)
+        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
         >>> data = coverage_data(kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?"))
         >>> [(data.title(c), data.status(c)) for c in data.tree_order()][:2]
-        [('Priya Raman; Atlas and Platform', 'mapped'), ('Priya Raman', 'unread')]
+        [('Platform and Atlas; Beacon and Priya Raman', 'unread'), ('Platform and Atlas', 'mapped')]
         """
         if community_id in self._lookup["excluded"]:
             return "excluded"
@@ -245,7 +268,18 @@ class CoverageData:
         return "unread"
 
     def hierarchy(self) -> tuple[tuple[str, str | None, int], ...]:
-        """Every community drawn: ``(community_id, parent_id, level)``; searched units, then excluded reports."""
+        """Every community drawn: ``(community_id, parent_id, level)``; searched units, then excluded reports.
+
+        Examples
+        --------
+        >>> import crux_nb; from crux_nb.widgets import coverage_data
+        >>> kb = crux_nb.datasets.load_tiny(communities=True)
+        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+        >>> data = coverage_data(kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?"))
+        >>> root = data.tree_order()[0]
+        >>> [(parent == root, level) for _, parent, level in data.hierarchy()]
+        [(True, 0), (True, 0), (False, 1)]
+        """
         rows = [(u.community_id, u.parent_id, u.level) for u in self.units]
         known = {u.community_id for u in self.units}
         for cid in self.excluded:
@@ -265,9 +299,8 @@ class CoverageData:
         Examples
         --------
         >>> import crux_nb; from crux_nb.widgets import coverage_data
-        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
-        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
-        >>> _ = kb.communities.prepare(); search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+        >>> kb = crux_nb.datasets.load_tiny(communities=True)
+        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
         >>> data = coverage_data(kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?"))
         >>> data.call_counts()
         {'map': 1, 'map_repairs': 0, 'rate': 0, 'rate_repairs': 0, 'other': 0, 'failed': 0}
@@ -282,6 +315,17 @@ class CoverageData:
         return counts
 
     def batch_calls(self, batch: Batch) -> tuple[CallInfo, ...]:
+        """The logged ``map_findings`` calls of one batch (first attempt, then any repairs).
+
+        Examples
+        --------
+        >>> import crux_nb; from crux_nb.widgets import coverage_data
+        >>> kb = crux_nb.datasets.load_tiny(communities=True)
+        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+        >>> data = coverage_data(kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?"))
+        >>> [(c.task, c.prompt_id, c.repaired, c.ok) for c in data.batch_calls(data.batches[0])]
+        [('map_findings', 'globalSearch:batch:1', False, True)]
+        """
         return tuple(c for c in self.calls or () if c.task == "map_findings" and c.prompt_id == batch.prompt_id)
 
     # ------------------------------------------------------------------- frames
@@ -290,45 +334,15 @@ class CoverageData:
 
         Examples
         --------
-        >>> import crux_nb
-        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
-        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
-        >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+        >>> import crux_nb; from crux_nb.widgets import coverage_data
+        >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
         >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
         >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
-        >>> from crux_nb.widgets import coverage_data
         >>> coverage_data(result).to_frame("batch")[["batch", "prompt_id", "reports", "findings", "calls", "ok"]]
            batch             prompt_id  reports  findings  calls    ok
-        0      1  globalSearch:batch:1        1         2      1  True
+        0      1  globalSearch:batch:1        2         4      1  True
         """
-        if by not in FRAME_COLUMNS:
-            raise ParameterError("CoverageView.to_frame()", "by", f"one of {list(FRAME_COLUMNS)}", by)
-        rows = getattr(self, f"_rows_{by}")()
-        frame = pd.DataFrame(rows, columns=FRAME_COLUMNS[by])
-        types = {"finding": {"rank": "int64", "score": "float64", "n_supports": "int64"},
-                 "support": {"rank": "int64"},
-                 "community": {"level": "int64", "rating": "float64", "fallback": "bool", "batch": "Int64",
-                               "findings": "int64",
-                               "chars": "int64"},
-                 "batch": {"batch": "int64", "reports": "int64", "findings": "int64", "input_chars": "int64",
-                           "calls": "int64", "repaired": "int64", "ok": "bool"}}[by]
-        frame = frame.astype(types)
-        for column in FRAME_COLUMNS[by]:
-            if column not in types:
-                frame[column] = frame[column].astype("str")
-        return frame
-
-    def _rows_finding(self) -> list[dict]:
-        return [{"rank": f.rank, "finding_target": f.target, "score": f.score, "statement": f.statement,
-                 "community_id": f.community_id, "generation": f.generation, "resolution": f.resolution,
-                 "cited_findings": " ".join(c.id for c in f.cited),
-                 "cited_communities": " ".join(f.cited_communities), "supports": " ".join(f.supports),
-                 "n_supports": len(f.supports), "assertion_refs": " ".join(f.assertion_refs)} for f in self.findings]
-
-    def _rows_support(self) -> list[dict]:
-        return [{"rank": f.rank, "finding_target": f.target, "support": ref,
-                 "cited_findings": " ".join(c.id for c in f.cited if ref in c.evidence), "text": self.texts.get(ref)}
-                for f in self.findings for ref in f.supports]
+        return coverage_frame(self, by)
 
     def tree_order(self) -> tuple[str, ...]:
         """Community ids in depth-first drawing order.
@@ -336,63 +350,11 @@ class CoverageData:
         Examples
         --------
         >>> import crux_nb; from crux_nb.widgets import coverage_data
-        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
-        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
-        >>> _ = kb.communities.prepare(); search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+        >>> kb = crux_nb.datasets.load_tiny(communities=True)
+        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
         >>> data = coverage_data(kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?"))
         >>> [data.unit(c).level for c in data.tree_order()]
         [1, 0, 0]
         """
         return tuple(tree_layout(coverage_nodes(self))[1])
 
-    def _rows_community(self) -> list[dict]:
-        rows = []
-        places = {cid: (parent, level) for cid, parent, level in self.hierarchy()}
-        for cid in self.tree_order():
-            parent, level = places[cid]
-            rating, unit, batch = self.rating(cid), self.unit(cid), self.batch_of(cid)
-            rows.append({"community_id": cid, "level": level, "parent_id": parent, "title": self.title(cid),
-                         "status": self.status(cid), "rating": None if rating is None else rating.rating,
-                         "decision": None if rating is None else rating.decision,
-                         "fallback": rating is not None and rating.fallback,
-                         "batch": None if batch is None else batch.index + 1,
-                         "findings": len(unit.findings) if unit else 0, "chars": unit.chars if unit else 0})
-        return rows
-
-    def _rows_batch(self) -> list[dict]:
-        rows = []
-        for b in self.batches:
-            calls = self.batch_calls(b)
-            rows.append({"batch": b.index + 1, "prompt_id": b.prompt_id, "community_ids": " ".join(b.community_ids),
-                         "reports": len(b.community_ids),
-                         "findings": sum(len(u.findings) for c in b.community_ids if (u := self.unit(c))),
-                         "input_chars": b.input_chars, "calls": len(calls),
-                         "repaired": sum(c.repaired for c in calls), "ok": bool(calls) and calls[-1].ok})
-        return rows
-
-
-# ----------------------------------------------------------------------- reading records
-def rating_text(value: float | None) -> str:
-    return "" if value is None else fmt(value)
-
-
-def coverage_nodes(data: CoverageData) -> list[TreeNode]:
-    nodes = []
-    drawn = {c for c, _, _ in data.hierarchy()}
-    for cid, parent, level in data.hierarchy():
-        status = data.status(cid)
-        rating, batch = data.rating(cid), data.batch_of(cid)
-        title = data.title(cid)
-        tip = [f"{title} ({cid})" if title else cid, f"level {level}", STATUS_LABELS[status]]
-        if rating is not None and rating.rating is not None:
-            tip.append(f"rating {rating_text(rating.rating)}")
-        if rating is not None and rating.fallback:
-            tip.append("chosen by the fallback")
-        if batch is not None:
-            tip.append(f"batch {batch.index + 1}")
-        if parent is not None and parent not in drawn:
-            tip.append(f"parent {parent} not drawn")
-        nodes.append(TreeNode(cid, parent, level, title or cid, status,
-                              rating_text(rating.rating) if rating is not None else "", " · ".join(tip),
-                              dashed=status == "excluded"))
-    return nodes

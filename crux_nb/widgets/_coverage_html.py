@@ -68,16 +68,13 @@ def coverage_svg(data: CoverageData, selected: CoverageFinding | None = None) ->
 
     Examples
     --------
-    >>> import crux_nb
-    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
-    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
-    >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+    >>> import crux_nb; from crux_nb.widgets import coverage_data
+    >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
     >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
     >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
-    >>> from crux_nb.widgets import coverage_data
     >>> svg = coverage_svg(coverage_data(result))
     >>> svg.startswith("<svg"), svg.count('data-status="mapped"'), svg.count('data-status="unread"')
-    (True, 1, 2)
+    (True, 2, 1)
     """
     on = set(selected.cited_communities) if selected is not None else set()
     return tree_svg(coverage_nodes(data), STATUS_COLORS, on=on, css="crux-hierarchy-svg",
@@ -309,13 +306,10 @@ def coverage_html(result: Any, *, kb: Any = None, selected: str | None = None) -
 
     Examples
     --------
-    >>> import crux_nb
-    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
-    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
-    >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+    >>> import crux_nb; from crux_nb.widgets import coverage_html
+    >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
     >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
     >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
-    >>> from crux_nb.widgets import coverage_html
     >>> html = coverage_html(result, kb=kb)
     >>> html.startswith('<div class="crux-coverage crux-coverage-static">'), "The Platform team runs Atlas." in html
     (True, True)

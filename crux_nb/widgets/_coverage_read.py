@@ -188,9 +188,7 @@ def coverage_data(result: Any, *, kb: Any = None) -> CoverageData:
     Examples
     --------
     >>> import crux_nb
-    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
-    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
-    >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+    >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
     >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
     >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
     >>> data = coverage_data(result, kb=kb)

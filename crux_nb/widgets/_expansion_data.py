@@ -85,14 +85,10 @@ class ExpansionData:
 
     Examples
     --------
-    >>> import crux_nb
-    >>> kb = crux_nb.knowledge_base(id="docs")
-    >>> kb.add_text("plan.md", "Beacon launches in April. Priya Raman owns Beacon.")
-    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
-    >>> _ = kb.extract_entities(progress=False)
+    >>> import crux_nb; from crux_nb.widgets import expansion_data
+    >>> kb = crux_nb.datasets.load_tiny(entities=True)
     >>> steps = [crux_nb.retrieve(limit=1), crux_nb.expand_relations(types=["mentions"], depth=2)]
     >>> result = kb.recipe(steps=steps).retrieve_with_trace("When does Beacon launch?")
-    >>> from crux_nb.widgets import expansion_data
     >>> data = expansion_data(result, kb=kb)
     >>> data.seeds, data.edge_types, data.max_distance
     (('chunk:plan.md:c0000', 'entity:beacon'), ('mentions',), 2)
@@ -277,10 +273,7 @@ def expansion_data(result: Any, *, step: str | None = None, kb: Any = None) -> E
     Examples
     --------
     >>> import crux_nb
-    >>> kb = crux_nb.knowledge_base(id="docs")
-    >>> kb.add_text("plan.md", "Beacon launches in April. Priya Raman owns Beacon.")
-    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
-    >>> _ = kb.extract_entities(progress=False)
+    >>> kb = crux_nb.datasets.load_tiny(entities=True)
     >>> steps = [crux_nb.retrieve(limit=1), crux_nb.expand_relations(types=["mentions"], depth=2)]
     >>> result = kb.recipe(steps=steps).retrieve_with_trace("When does Beacon launch?")
     >>> data = expansion_data(result)

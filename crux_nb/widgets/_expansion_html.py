@@ -288,14 +288,10 @@ def expansion_html(result: Any, *, step: str | None = None, kb: Any = None, type
 
     Examples
     --------
-    >>> import crux_nb
-    >>> kb = crux_nb.knowledge_base(id="docs")
-    >>> kb.add_text("plan.md", "Beacon launches in April. Priya Raman owns Beacon.")
-    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
-    >>> _ = kb.extract_entities(progress=False)
+    >>> import crux_nb; from crux_nb.widgets import expansion_html
+    >>> kb = crux_nb.datasets.load_tiny(entities=True)
     >>> steps = [crux_nb.retrieve(limit=1), crux_nb.expand_relations(types=["mentions"], depth=2)]
     >>> result = kb.recipe(steps=steps).retrieve_with_trace("When does Beacon launch?")
-    >>> from crux_nb.widgets import expansion_html
     >>> html = expansion_html(result, max_distance=1)
     >>> html.startswith('<div class="crux-expansion crux-expansion-static">'), "chunk:ops.md:c0000" in html
     (True, False)

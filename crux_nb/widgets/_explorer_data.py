@@ -32,16 +32,13 @@ class CommunityInfo:
 
     Examples
     --------
-    >>> import crux_nb
-    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
-    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
-    >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
-    >>> from crux_nb.widgets import explorer_data
+    >>> import crux_nb; from crux_nb.widgets import explorer_data
+    >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
     >>> leaf = explorer_data(kb.communities).order()[1]
     >>> leaf.level, leaf.kind, leaf.title, leaf.n_chunks, leaf.has_report
-    (0, 'leaf', 'Priya Raman', 1, True)
+    (0, 'leaf', 'Platform and Atlas', 2, True)
     >>> [f.statement for f in leaf.findings], leaf.evidence
-    (['Priya Raman leads the Platform team.'], ('chunk:team.md:c0000',))
+    (['The Platform team runs Atlas.', 'Priya Raman leads the Platform team.'], ('chunk:ops.md:c0000', 'chunk:team.md:c0000'))
     """
 
     community_id: str
@@ -68,11 +65,8 @@ class ExplorerData:
 
     Examples
     --------
-    >>> import crux_nb
-    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
-    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
-    >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
-    >>> from crux_nb.widgets import explorer_data
+    >>> import crux_nb; from crux_nb.widgets import explorer_data
+    >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
     >>> data = explorer_data(kb.communities)
     >>> data.status, data.levels, len(data.communities)
     ('ready', (1, 0), 3)
@@ -206,11 +200,9 @@ def explorer_data(surface: Any, *, kb: Any = None) -> ExplorerData:
     Examples
     --------
     >>> import crux_nb
-    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
-    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
-    >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+    >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
     >>> [(c.level, c.title) for c in explorer_data(kb.communities).order()]
-    [(1, 'Priya Raman; Atlas and Platform'), (0, 'Priya Raman'), (0, 'Atlas and Platform')]
+    [(1, 'Platform and Atlas; Beacon and Priya Raman'), (0, 'Platform and Atlas'), (0, 'Beacon and Priya Raman')]
     >>> fresh = crux_nb.knowledge_base(id="new", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
     >>> explorer_data(fresh.communities).communities
     ()

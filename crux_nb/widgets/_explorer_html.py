@@ -132,13 +132,10 @@ def explorer_html(surface: Any, *, kb: Any = None, selected: str | None = None) 
 
     Examples
     --------
-    >>> import crux_nb
-    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
-    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
-    >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
-    >>> from crux_nb.widgets import explorer_html
+    >>> import crux_nb; from crux_nb.widgets import explorer_html
+    >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
     >>> html = explorer_html(kb.communities)
-    >>> html.startswith('<div class="crux-explorer crux-explorer-static">'), "Atlas and Platform" in html
+    >>> html.startswith('<div class="crux-explorer crux-explorer-static">'), "Platform and Atlas" in html
     (True, True)
     """
     from ._explorer_data import explorer_data

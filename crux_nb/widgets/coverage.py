@@ -41,16 +41,13 @@ class CoverageView(SelectionView):
 
     Examples
     --------
-    >>> import crux_nb
-    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
-    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
-    >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+    >>> import crux_nb; from crux_nb.widgets import CoverageView
+    >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
     >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
     >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
-    >>> from crux_nb.widgets import CoverageView
     >>> view = CoverageView(result, kb=kb)
     >>> view
-    CoverageView(step='global-search', coverage='exact', findings=2, reports=1/1, batches=1, calls=1)
+    CoverageView(step='global-search', coverage='exact', findings=2, reports=2/2, batches=1, calls=1)
     >>> view.selected.statement, view.selected.supports, view.selected.resolution
     ('The Platform team runs Atlas.', ('chunk:ops.md:c0000',), 'verified')
     """
@@ -146,23 +143,20 @@ class CoverageView(SelectionView):
 
         Examples
         --------
-        >>> import crux_nb
-        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
-        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
-        >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+        >>> import crux_nb; from crux_nb.widgets import CoverageView
+        >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
         >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
         >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
-        >>> from crux_nb.widgets import CoverageView
         >>> view = CoverageView(result, kb=kb)
         >>> view.to_frame()[["rank", "score", "statement", "resolution"]]
            rank   score                             statement resolution
         0     1  1.0000         The Platform team runs Atlas.   verified
-        1     2  0.9565  Priya Raman leads the Platform team.   verified
+        1     2  0.9072  Priya Raman leads the Platform team.   verified
         >>> view.to_frame("community")[["level", "title", "status", "findings"]]
-           level                            title  status  findings
-        0      1  Priya Raman; Atlas and Platform  mapped         2
-        1      0                      Priya Raman  unread         1
-        2      0               Atlas and Platform  unread         1
+           level                                       title  status  findings
+        0      1  Platform and Atlas; Beacon and Priya Raman  unread         4
+        1      0                          Platform and Atlas  mapped         2
+        2      0                      Beacon and Priya Raman  mapped         2
         >>> view.to_frame("support")["text"].tolist()
         ['The Platform team runs Atlas.', 'Priya Raman leads the Platform team.']
         """
@@ -193,13 +187,10 @@ class CoverageView(SelectionView):
 
         Examples
         --------
-        >>> import crux_nb
-        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
-        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
-        >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
+        >>> import crux_nb; from crux_nb.widgets import CoverageView
+        >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
         >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
         >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
-        >>> from crux_nb.widgets import CoverageView
         >>> view = CoverageView(result, kb=kb)
         >>> view.selected = view.findings[1]
         >>> html = view.to_html()

@@ -39,14 +39,10 @@ class ExpansionView(SelectionView):
 
     Examples
     --------
-    >>> import crux_nb
-    >>> kb = crux_nb.knowledge_base(id="docs")
-    >>> kb.add_text("plan.md", "Beacon launches in April. Priya Raman owns Beacon.")
-    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
-    >>> _ = kb.extract_entities(progress=False)
+    >>> import crux_nb; from crux_nb.widgets import ExpansionView
+    >>> kb = crux_nb.datasets.load_tiny(entities=True)
     >>> steps = [crux_nb.retrieve(limit=1), crux_nb.expand_relations(types=["mentions"], depth=2)]
     >>> result = kb.recipe(steps=steps).retrieve_with_trace("When does Beacon launch?")
-    >>> from crux_nb.widgets import ExpansionView
     >>> view = ExpansionView(result, kb=kb)
     >>> view
     ExpansionView(step='expand-relations', added=2, seeds=2)
@@ -145,14 +141,10 @@ class ExpansionView(SelectionView):
 
         Examples
         --------
-        >>> import crux_nb
-        >>> kb = crux_nb.knowledge_base(id="docs")
-        >>> kb.add_text("plan.md", "Beacon launches in April. Priya Raman owns Beacon.")
-        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
-        >>> _ = kb.extract_entities(progress=False)
+        >>> import crux_nb; from crux_nb.widgets import ExpansionView
+        >>> kb = crux_nb.datasets.load_tiny(entities=True)
         >>> steps = [crux_nb.retrieve(limit=1), crux_nb.expand_relations(types=["mentions"], depth=2)]
         >>> result = kb.recipe(steps=steps).retrieve_with_trace("When does Beacon launch?")
-        >>> from crux_nb.widgets import ExpansionView
         >>> view = ExpansionView(result).filter(max_distance=1)
         >>> view, [x.ref for x in view.visible]
         (ExpansionView(step='expand-relations', added=2, seeds=2, shown=1), ['chunk:team.md:c0000'])
@@ -180,14 +172,10 @@ class ExpansionView(SelectionView):
 
         Examples
         --------
-        >>> import crux_nb
-        >>> kb = crux_nb.knowledge_base(id="docs")
-        >>> kb.add_text("plan.md", "Beacon launches in April. Priya Raman owns Beacon.")
-        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
-        >>> _ = kb.extract_entities(progress=False)
+        >>> import crux_nb; from crux_nb.widgets import ExpansionView
+        >>> kb = crux_nb.datasets.load_tiny(entities=True)
         >>> steps = [crux_nb.retrieve(limit=1), crux_nb.expand_relations(types=["mentions"], depth=2)]
         >>> result = kb.recipe(steps=steps).retrieve_with_trace("When does Beacon launch?")
-        >>> from crux_nb.widgets import ExpansionView
         >>> ExpansionView(result).to_frame()[["ref", "seed", "hops", "distance", "score"]]
                            ref                 seed  hops  distance  score
         0  chunk:team.md:c0000  chunk:plan.md:c0000     2         1   1.00
@@ -203,14 +191,10 @@ class ExpansionView(SelectionView):
 
         Examples
         --------
-        >>> import crux_nb
-        >>> kb = crux_nb.knowledge_base(id="docs")
-        >>> kb.add_text("plan.md", "Beacon launches in April. Priya Raman owns Beacon.")
-        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
-        >>> _ = kb.extract_entities(progress=False)
+        >>> import crux_nb; from crux_nb.widgets import ExpansionView
+        >>> kb = crux_nb.datasets.load_tiny(entities=True)
         >>> steps = [crux_nb.retrieve(limit=1), crux_nb.expand_relations(types=["mentions"], depth=2)]
         >>> result = kb.recipe(steps=steps).retrieve_with_trace("When does Beacon launch?")
-        >>> from crux_nb.widgets import ExpansionView
         >>> view = ExpansionView(result)
         >>> graph = view.to_networkx()
         >>> graph.number_of_nodes(), graph.number_of_edges(), "entity:platform" in graph
@@ -265,14 +249,10 @@ class ExpansionView(SelectionView):
 
         Examples
         --------
-        >>> import crux_nb
-        >>> kb = crux_nb.knowledge_base(id="docs")
-        >>> kb.add_text("plan.md", "Beacon launches in April. Priya Raman owns Beacon.")
-        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
-        >>> _ = kb.extract_entities(progress=False)
+        >>> import crux_nb; from crux_nb.widgets import ExpansionView
+        >>> kb = crux_nb.datasets.load_tiny(entities=True)
         >>> steps = [crux_nb.retrieve(limit=1), crux_nb.expand_relations(types=["mentions"], depth=2)]
         >>> result = kb.recipe(steps=steps).retrieve_with_trace("When does Beacon launch?")
-        >>> from crux_nb.widgets import ExpansionView
         >>> html = ExpansionView(result).filter(max_distance=1).to_html()
         >>> html.count("<svg"), "chunk:team.md:c0000" in html, "chunk:ops.md:c0000" in html
         (1, True, False)

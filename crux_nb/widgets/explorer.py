@@ -34,18 +34,15 @@ class CommunityExplorer(SelectionView):
 
     Examples
     --------
-    >>> import crux_nb
-    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
-    >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
-    >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
-    >>> from crux_nb.widgets import CommunityExplorer
+    >>> import crux_nb; from crux_nb.widgets import CommunityExplorer
+    >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
     >>> view = CommunityExplorer(kb.communities)
     >>> view
     CommunityExplorer(scope='corpus', status='ready', communities=3, levels=2)
     >>> view.selected.kind, view.selected.title  # the root comes first
-    ('root', 'Priya Raman; Atlas and Platform')
+    ('root', 'Platform and Atlas; Beacon and Priya Raman')
     >>> [c.title for c in view.communities[1:]]
-    ['Priya Raman', 'Atlas and Platform']
+    ['Platform and Atlas', 'Beacon and Priya Raman']
     """
 
     selected_id = traitlets.Unicode(None, allow_none=True, help="community id of the selected community")
@@ -114,16 +111,13 @@ class CommunityExplorer(SelectionView):
 
         Examples
         --------
-        >>> import crux_nb
-        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
-        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
-        >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
-        >>> from crux_nb.widgets import CommunityExplorer
-        >>> CommunityExplorer(kb.communities).to_frame()[["level", "kind", "children", "n_chunks", "findings", "title"]]
-           level  kind  children  n_chunks  findings                            title
-        0      1  root         2         2         2  Priya Raman; Atlas and Platform
-        1      0  leaf         0         1         1                      Priya Raman
-        2      0  leaf         0         1         1               Atlas and Platform
+        >>> import crux_nb; from crux_nb.widgets import CommunityExplorer
+        >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
+        >>> CommunityExplorer(kb.communities).to_frame()[["level", "kind", "n_chunks", "findings", "title"]]
+           level  kind  n_chunks  findings                                       title
+        0      1  root         3         4  Platform and Atlas; Beacon and Priya Raman
+        1      0  leaf         2         2                          Platform and Atlas
+        2      0  leaf         1         2                      Beacon and Priya Raman
         """
         return self._data.to_frame()
 
@@ -153,11 +147,8 @@ class CommunityExplorer(SelectionView):
 
         Examples
         --------
-        >>> import crux_nb
-        >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=crux_nb.models.OfflineModel()))
-        >>> kb.add_text("team.md", "Priya Raman leads the Platform team."); kb.add_text("ops.md", "The Platform team runs Atlas.")
-        >>> _ = kb.communities.prepare()  # offline: entities, clusters, reports
-        >>> from crux_nb.widgets import CommunityExplorer
+        >>> import crux_nb; from crux_nb.widgets import CommunityExplorer
+        >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
         >>> view = CommunityExplorer(kb.communities)
         >>> view.selected = view.communities[1]
         >>> html = view.to_html()

@@ -512,5 +512,19 @@ def test_knowledge_base_every_parameter_with_every_special_value():
              lambda v: crux_nb.communities(model=v), lambda v: crux_nb.communities(model=OfflineModel(), id=v),
              lambda v: crux_nb.communities(model=OfflineModel(), resolution=v),
              lambda v: crux_nb.communities(model=OfflineModel(), seed=v),
-             lambda v: crux_nb.communities(model=OfflineModel(), max_children=v)]
+             lambda v: crux_nb.communities(model=OfflineModel(), max_children=v),
+             lambda v: crux_nb.communities(model=OfflineModel(), incremental_engine=v)]
     assert sum(grid(call) for call in calls) >= 500
+
+
+def test_clustering_seams_every_parameter_with_every_special_value():
+    from crux_nb.community import CommunityGraph, cluster_graph, community_graph
+
+    g = CommunityGraph(nodes=("chunk:a:1", "chunk:a:2", "entity:x"), links=((0, 2, 1.0), (1, 2, 1.0)),
+                       sizes=(10, 10, 3), chunk_count=2)
+    kb = make_kb()
+    calls = [lambda v: cluster_graph(v), lambda v: cluster_graph(g, resolution=v), lambda v: cluster_graph(g, seed=v),
+             lambda v: cluster_graph(g, budget=v), lambda v: cluster_graph(g, max_children=v),
+             lambda v: cluster_graph(g, previous=v), lambda v: cluster_graph(g, engine=v),
+             lambda v: community_graph(v), lambda v: community_graph(kb, sources=v)]
+    assert sum(grid(call) for call in calls) >= 100

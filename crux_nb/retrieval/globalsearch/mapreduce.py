@@ -12,6 +12,11 @@ MIN_SCORE = 0.000001
 
 
 def candidates(output: dict[str, Any]) -> list[dict[str, Any]]:
+    """The candidate findings of one ``map_findings`` output: statement, sorted cited ids, score, community.
+
+    >>> candidates({"findings": [{"statement": "Ada leads.", "finding_ids": ["c1:f2", "c1:f1"], "score": 80}]})
+    [{'statement': 'Ada leads.', 'finding_ids': ('c1:f1', 'c1:f2'), 'score': 80.0, 'community_id': 'c1'}]
+    """
     out = []
     for f in output.get("findings", []):
         ids = [str(i) for i in f["finding_ids"]]
@@ -22,9 +27,30 @@ def candidates(output: dict[str, Any]) -> list[dict[str, Any]]:
 
 def reduce(cands: list[dict[str, Any]], units: list[Report], *, namespace: str, limit: int,
            cited: dict[str, tuple[str, ...]] | None = None) -> list[FindingHit]:
-    """Merge by cited id set (max score, ties to the smaller community id), sort, cut, cite.
+    """The finding hits of a search: candidates merged by cited id set (max score, ties to the smaller
+    community id), sorted by (score, community, ids), cut to ``limit``, cited from ``units``.
 
-    ``cited`` (if given) receives each hit's finding target → the unit finding ids it cites."""
+    Parameters
+    ----------
+    cands : list of dict
+        From :func:`candidates`, over every map output of the search.
+    units : list of Report
+        The units the findings were mapped from (their evidence and lineage become the citations).
+    namespace : str
+        The hits' namespace.
+    limit : int
+        Hits kept.
+    cited : dict, optional
+        Receives each hit's finding target → the unit finding ids it cites.
+
+    Examples
+    --------
+    >>> from crux_nb.community import Finding, Report
+    >>> unit = Report("c1", 0, None, "T", "S", (Finding("c1:f1", "Ada leads.", ("chunk:a.md:c0000",)),))
+    >>> out = {"findings": [{"statement": "Ada leads.", "finding_ids": ["c1:f1"], "score": 80}]}
+    >>> [(h.content, h.score) for h in reduce(candidates(out) * 2, [unit], namespace="docs", limit=5)]
+    [('Ada leads.', 0.8)]
+    """
     merged: dict[str, dict[str, Any]] = {}
     for c in cands:
         key = "|".join(c["finding_ids"])

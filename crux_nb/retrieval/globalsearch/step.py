@@ -40,13 +40,11 @@ class Preflight:
     """The cost of a run before any map call: reports, batches, input characters, calls.
 
     >>> import crux_nb
-    >>> from crux_nb.models import OfflineModel
-    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=OfflineModel()))
-    >>> kb.add_text("a.md", "Ada Park leads the Lumen launch. Ada Park works with Ben Ito in Dublin.")
-    >>> _ = kb.communities.prepare(progress=False)
-    >>> plan = kb.recipe(steps=[crux_nb.global_search(model=OfflineModel(), detail="detailed")]).plan("Ben Ito")
+    >>> kb = crux_nb.datasets.load_tiny(communities=True)
+    >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel(), detail="detailed")
+    >>> plan = kb.recipe(steps=[search]).plan("Who runs Atlas?")
     >>> plan.reports, plan.calls, plan.coverage
-    (1, 1, 'exact')
+    (2, 1, 'exact')
     """
 
     reports: int
@@ -59,6 +57,11 @@ class Preflight:
     note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
+        """The plain-data form recorded in ``KnowledgeTrace.preflight`` (the counts, no labels).
+
+        >>> Preflight(reports=2, batches=1, input_chars=270, calls=1, coverage="exact").to_dict()
+        {'kind': 'global-search', 'reports': 2, 'batches': 1, 'input_chars': 270, 'calls': 1}
+        """
         return {"kind": "global-search", "reports": self.reports, "batches": self.batches,
                 "input_chars": self.input_chars, "calls": self.calls}
 

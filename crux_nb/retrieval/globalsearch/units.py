@@ -18,6 +18,7 @@ from ..._hashing import stable_hash
 from ...refs import ChunkRef, KnowledgeRef, encode_ref
 from ...community import Finding, Report
 
+#: Map input characters per batch (upstream's 24,000): batches are packed up to it, in (level, id) order.
 BATCH_BUDGET = 24_000
 BASIS = {
     "exact": "current community generation matched the pinned read surface",
@@ -30,6 +31,13 @@ BASIS = {
 
 @dataclass(frozen=True)
 class Freshness:
+    """What :func:`resolve` found to search: the units, their coverage (``exact``, ``compensated``,
+    ``raw-fallback``, ``materialization-wait``) and its basis, the generations read, the reports excluded.
+
+    >>> Freshness((), "exact", BASIS["exact"], ("cg-1",)).coverage
+    'exact'
+    """
+
     units: tuple[Report, ...]
     coverage: str
     basis: str
@@ -56,7 +64,35 @@ def total_chars(units: list[Report]) -> int:
 
 
 def resolve(surface: Any, *, wait: bool = True) -> Freshness:
-    """Units to search and how fresh they are (see the module docstring)."""
+    """The units ``global_search`` would search in ``surface`` (``kb.communities``), and how fresh they are.
+
+    Parameters
+    ----------
+    surface : CommunitySurface
+        ``kb.communities`` (or a view's).
+    wait : bool
+        When nothing fresh enough can be mapped: build the communities (``True``) or return no units.
+
+    Returns
+    -------
+    Freshness
+        ``units``: every report with qualified finding ids (``<community_id>:<finding_id>``), plus raw
+        chunks mapped as one-finding reports where the generation is behind; ``coverage`` says which case.
+
+    Examples
+    --------
+    >>> import crux_nb
+    >>> from crux_nb.models import OfflineModel
+    >>> kb = crux_nb.knowledge_base(id="docs", communities=crux_nb.communities(model=OfflineModel()))
+    >>> kb.add_text("a.md", "Ada Park leads the Lumen launch. Ada Park works with Ben Ito in Dublin.")
+    >>> resolve(kb.communities).coverage  # one small source: mapped raw, nothing is built
+    'raw-fallback'
+    >>> _ = kb.communities.prepare(progress=False)
+    >>> fresh = resolve(kb.communities)
+    >>> unit = fresh.units[0]
+    >>> fresh.coverage, len(fresh.units), unit.findings[0].id.startswith(unit.community_id + ":")
+    ('exact', 1, True)
+    """
     from ...community.frames import read_reports
 
     state = surface.kb.state
@@ -127,7 +163,16 @@ def _touching(state: Any, scope: str, removed: set[str], reports: list[Any]) -> 
 
 
 def select_detail(units: list[Report], detail: str) -> list[Report]:
-    """``overview``: every unit that is some unit's parent; ``detailed``: all the others."""
+    """The units a detail maps, by (level, id): ``overview``, every unit that is some unit's parent;
+    ``detailed``, all the others (the leaves, and raw units).
+
+    >>> from crux_nb.community import Report
+    >>> units = [Report("root", 1, None, "R", ""), Report("a", 0, "root", "A", ""), Report("b", 0, "root", "B", "")]
+    >>> [u.community_id for u in select_detail(units, "overview")]
+    ['root']
+    >>> [u.community_id for u in select_detail(units, "detailed")]
+    ['a', 'b']
+    """
     parents = {u.parent_id for u in units if u.parent_id is not None}
     chosen = [u for u in units if (u.community_id in parents) == (detail == "overview")]
     return sorted(chosen, key=lambda u: (u.level, u.community_id))

@@ -60,7 +60,16 @@ class DenseLeg:
         self._last: tuple[str, np.ndarray | None] | None = None  # (query, unit vector): embedded once per query
 
     def query_unit(self, query: str) -> np.ndarray | None:
-        """The query's unit vector under this leg's embedder (``None`` for a zero vector); the last one is kept."""
+        """The query's unit vector under this leg's embedder (``None`` for a zero vector); the last one is kept.
+
+        Examples
+        --------
+        >>> from crux_nb.embeddings import FunctionEmbedder
+        >>> from crux_nb.retrieval import DenseLeg
+        >>> leg = DenseLeg(FunctionEmbedder(lambda ts: [[t.count("Beacon"), t.count("Platform")] for t in ts], dim=2))
+        >>> [round(float(x), 4) for x in leg.query_unit("Beacon Platform")], leg.query_unit("nothing")
+        ([0.7071, 0.7071], None)
+        """
         last = self._last
         if last is not None and last[0] == query:
             return last[1]
@@ -69,7 +78,18 @@ class DenseLeg:
         return unit
 
     def scores(self, state: Any, query: str) -> np.ndarray:
-        """Cosine of the query to every chunk (``float32``, negatives as 0), aligned with ``state.chunks`` rows."""
+        """Cosine of the query to every chunk (``float32``, negatives as 0), aligned with ``state.chunks`` rows.
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> from crux_nb.embeddings import FunctionEmbedder
+        >>> from crux_nb.retrieval import DenseLeg
+        >>> leg = DenseLeg(FunctionEmbedder(lambda ts: [[t.count("Beacon"), t.count("Platform")] for t in ts], dim=2))
+        >>> kb = crux_nb.datasets.load_tiny()
+        >>> kb.state.chunks["source_id"].tolist(), leg.scores(kb.state, "the Platform").tolist()
+        (['ops.md', 'plan.md', 'team.md'], [1.0, 0.0, 1.0])
+        """
         matrix = chunk_matrix(state, self.embedder)  # normalised once per state and embedder fingerprint
         if not len(matrix):
             return np.zeros(0, dtype=np.float32)

@@ -16,11 +16,40 @@ RRF_K = 60
 
 @runtime_checkable
 class Leg(Protocol):
-    """A retrieval leg: ``id`` and ``scores(state, query)`` aligned with ``state.chunks`` rows (0 = no match)."""
+    """A retrieval leg: ``id`` and ``scores(state, query)`` aligned with ``state.chunks`` rows (0 = no match).
+
+    Examples
+    --------
+    >>> import crux_nb, numpy as np
+    >>> from crux_nb.retrieval import BM25Leg, Leg
+    >>> class Longest:  # any object with an id and a scores method is a leg
+    ...     id = "longest"
+    ...     def scores(self, state, query):
+    ...         return np.array([float(len(text)) for text in state.chunks["content"]])
+    >>> isinstance(Longest(), Leg), isinstance(BM25Leg(), Leg)
+    (True, True)
+    >>> kb = crux_nb.datasets.load_tiny()
+    >>> [h.source.id for h in kb.recipe(steps=[crux_nb.retrieve(legs=(Longest(),))]).retrieve("anything")]
+    ['plan.md', 'team.md', 'ops.md']
+    """
 
     id: str
 
-    def scores(self, state: Any, query: str) -> np.ndarray: ...
+    def scores(self, state: Any, query: str) -> np.ndarray:
+        """One score per row of ``state.chunks`` (0 = no match); the step ranks and fuses them.
+
+        Examples
+        --------
+        >>> import crux_nb, numpy as np
+        >>> class Mentions:  # how often the query's first word occurs in each chunk
+        ...     id = "mentions"
+        ...     def scores(self, state, query):
+        ...         return np.array([float(text.count(query.split()[0])) for text in state.chunks["content"]])
+        >>> state = crux_nb.datasets.load_tiny().state
+        >>> list(zip(state.chunks["source_id"], Mentions().scores(state, "Beacon launch").tolist()))
+        [('ops.md', 0.0), ('plan.md', 2.0), ('team.md', 0.0)]
+        """
+        ...
 
 
 @dataclass(frozen=True)
@@ -50,6 +79,18 @@ class BM25Leg:
         return index
 
     def scores(self, state: Any, query: str) -> np.ndarray:
+        """BM25 of the query's terms (stop words dropped) for every row of ``state.chunks``.
+
+        Examples
+        --------
+        >>> import crux_nb
+        >>> from crux_nb.retrieval import BM25Leg
+        >>> kb = crux_nb.datasets.load_tiny()
+        >>> kb.state.chunks["source_id"].tolist(), BM25Leg().scores(kb.state, "Atlas").round(4).tolist()
+        (['ops.md', 'plan.md', 'team.md'], [0.4421, 0.0, 0.0])
+        >>> BM25Leg().scores(kb.state, "the").tolist()  # only stop words: nothing matches
+        [0.0, 0.0, 0.0]
+        """
         import bm25s
 
         n = len(state.lookup.columns["content"])
