@@ -26,6 +26,7 @@ same communities whatever the input row order.
 from __future__ import annotations
 
 from collections import Counter
+from operator import itemgetter
 from dataclasses import dataclass
 from typing import Literal, Sequence
 
@@ -279,16 +280,17 @@ def _unbalanced(builder: TreeBuilder, kids: list[Node]) -> bool:
 
 def _flatten(a: Arrays, leaves: list[np.ndarray], root: Node) -> list[Community]:
     out: list[Community | None] = []
-    names_of = np.asarray(a.names, dtype=object)
-    encoded = np.asarray(json_strings(list(a.names)), dtype=object)
+    encoded = json_strings(list(a.names))
     first_entity = int(np.argmin(a.is_chunk)) if not a.is_chunk.all() else a.n
     ordered = not a.is_chunk[first_entity:].any()  # sorted names: every chunk before every entity
 
     def walk(node: Node, parent_id: str | None) -> str:
         members = np.sort(np.concatenate([leaves[k] for k in node.leaves]), kind="stable")  # merges sorted runs
-        names = names_of[members].tolist()  # node names are sorted, so these are too
+        idx = members.tolist()
+        pick = itemgetter(*idx) if len(idx) > 1 else (lambda seq: (seq[idx[0]],))  # a tuple either way
+        names = pick(a.names)  # node names are sorted, so these are too
         level = node.level  # the id is stable_hash({"members": names, "level": level}), assembled faster
-        body = '","'.join(encoded[members].tolist())
+        body = '","'.join(pick(encoded))
         cid = "c-" + json_hash('{"level":%d,"members":["%s"]}' % (level, body), length=12)
         kind = "root" if parent_id is None else ("parent" if node.children else "leaf")
         index = len(out)
@@ -296,7 +298,7 @@ def _flatten(a: Arrays, leaves: list[np.ndarray], root: Node) -> list[Community]
         child_ids = tuple(walk(child, cid) for child in node.children)
         if ordered:
             cut = int(np.searchsorted(members, first_entity))
-            chunks, entities = tuple(names[:cut]), tuple(names[cut:])
+            chunks, entities = names[:cut], names[cut:]
         else:
             flags = a.is_chunk[members].tolist()
             chunks = tuple(n for n, c in zip(names, flags) if c)
