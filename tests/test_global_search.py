@@ -111,10 +111,12 @@ def test_exact_coverage_trace_and_hits(built):
     assert again == hits  # deterministic
 
 
-def test_overview_maps_parents_and_detailed_maps_leaves(built):
+def test_overview_maps_parents_and_top_level_leaves_and_detailed_maps_leaves(built):
     comms = built.communities.communities
     parents = set(comms[comms["child_ids"].map(len) > 0]["community_id"])
-    for detail, expected in (("overview", parents), ("detailed", set(comms["community_id"]) - parents)):
+    high = set(comms[comms["level"] >= 2]["community_id"])  # a leaf under such a parent has a sibling with children
+    top_leaves = set(comms[comms["parent_id"].isin(high) | comms["parent_id"].isna()]["community_id"]) - parents
+    for detail, expected in (("overview", parents | top_leaves), ("detailed", set(comms["community_id"]) - parents)):
         spy = Spy()
         built.recipe(steps=[global_search(model=spy, detail=detail)]).retrieve(Q)
         assert {c for batch in spy.maps for c in batch} == expected
@@ -124,9 +126,17 @@ def test_detail_rules_on_units():
     def unit(cid, parent, level):
         return Report(cid, level, parent, cid, "", (), generation_id="g")
 
-    units = [unit("leaf-b", "root", 0), unit("root", None, 1), unit("leaf-a", "root", 0)]
-    assert [u.community_id for u in select_detail(units, "overview")] == ["root"]
-    assert [u.community_id for u in select_detail(units, "detailed")] == ["leaf-a", "leaf-b"]
+    flat = [unit("leaf-b", "root", 0), unit("root", None, 1), unit("leaf-a", "root", 0)]
+    assert [u.community_id for u in select_detail(flat, "overview")] == ["root"]  # leaves all at one depth
+    assert [u.community_id for u in select_detail(flat, "detailed")] == ["leaf-a", "leaf-b"]
+    units = [unit("leaf-b", "root", 0), unit("root", None, 2), unit("leaf-a", "root", 0), unit("p", "root", 1),
+             unit("leaf-c", "p", 0)]
+    # overview: the parents and the leaves beside a sibling with children; detailed: every leaf
+    assert [u.community_id for u in select_detail(units, "overview")] == ["leaf-a", "leaf-b", "p", "root"]
+    assert [u.community_id for u in select_detail(units, "detailed")] == ["leaf-a", "leaf-b", "leaf-c"]
+    forest = [unit("t1", None, 1), unit("t2", None, 0), unit("t1-a", "t1", 0)]  # a GraphRAG-style forest
+    assert [u.community_id for u in select_detail(forest, "overview")] == ["t2", "t1"]
+    assert [u.community_id for u in select_detail(forest, "detailed")] == ["t1-a", "t2"]
     picks = {auto_detail(query=f"question {i}", generations=("g",), strategy="s", model_fingerprint="m", scan="all",
                          limit=20) for i in range(20)}
     assert picks == {"overview", "detailed"}

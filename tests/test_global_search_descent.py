@@ -239,3 +239,22 @@ def test_budget_fill_skips_reports_without_evidence():
     assert "a2" not in r or not r["a2"].selected
     none_prior, _, _ = descend(units(), Rater(rate.ratings), budget=None, fallback="budget", prior={})
     assert none_prior == {"a1", "a2", "b1", "b2"}  # without a prior every report may be filled in
+
+
+def test_mappable_overrides_the_detail_rule_and_only_its_way_is_rated():
+    """``mappable`` (overview's parents plus top-level leaves): a leaf under the root is rated and mapped;
+    leaves below a parent are never rated."""
+    tree = {"root": None, "a": "root", "c": "root", "a1": "a", "a2": "a"}
+    us = [unit(k, p) for k, p in tree.items()]
+    rate = Rater({"a": 10, "c": 90})
+    selected, trace, _ = descend(us, rate, mappable={"root", "a", "c"}, budget=None, fallback="none")
+    assert sorted(c for call in rate.calls for c in call) == ["a", "c"]
+    assert "c" in selected and "a" not in selected and rows(trace)["c"].rating == 90
+
+
+def test_a_truncated_community_mapped_by_the_fill_is_not_reported_as_cut():
+    prior = {u.community_id: 50.0 for u in units()}
+    selected, trace, cut = descend(units(), Rater({}), leaves=False, max_calls=0, budget=None, fallback="budget",
+                                   prior=prior)  # overview: the queued parents are what the fill maps
+    assert trace.truncated and cut and {"a", "b"} <= selected
+    assert not set(cut[0]["community_ids"]) & selected

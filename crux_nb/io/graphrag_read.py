@@ -26,19 +26,17 @@ from typing import Any
 
 import pandas as pd
 
-from .._hashing import stable_hash, stable_id
+from .._hashing import stable_hash
 from ..errors import InputError, ParameterError
-from ..refs import ChunkRef, EntityRef, decode_ref, encode_ref
-from ..schema import coerce, empty_frame, frozen_metadata
+from ..refs import ChunkRef, decode_ref, encode_ref
+from ..schema import frozen_metadata
 from ..store.state import KBState
 from ..store.imports import GraphRAGImport, GraphRAGWarning
-from .graphrag_tables import GraphRAGTables, load_tables, missing
+from .graphrag_graph import STAGE, EntityEdgeBuilder, _frame
+from .graphrag_tables import GraphRAGTables, load_tables
 
 __all__ = ["read_graphrag", "GraphRAGImport", "GraphRAGWarning", "STAGE"]
 _SHOWN_ROWS = 5
-
-STAGE = "graphrag"
-PROVENANCE = "derived"
 
 
 def read_graphrag(path: str | os.PathLike, *, id: str = "graphrag", namespace: str | None = None,
@@ -101,7 +99,7 @@ def chunk_id_for(text_unit_id: str, source_id: str) -> str:
     return text_unit_id
 
 
-class _GraphBuilder:
+class _GraphBuilder(EntityEdgeBuilder):
     """Documents, chunks, entities and edges from the tables, with the lookups reports need."""
 
     def __init__(self, tables: GraphRAGTables):
@@ -147,11 +145,32 @@ class _GraphBuilder:
         return docs, tu_doc
 
     def chunks(self) -> None:
-        t = self.t
         docs, tu_doc = self._documents()
         titles = [d.get("title") for d in docs.values()]
         by_title = all(isinstance(x, str) and x.strip() for x in titles) and len(set(titles)) == len(titles)
         self.source_of_doc = {d: (row["title"] if by_title else d) for d, row in docs.items()}
+        rows, tu_rows = self._text_unit_rows(docs, tu_doc)
+        rows.sort(key=lambda r: (r["source_id"], r["key"]))
+        ordinal: dict[str, int] = {}
+        for r in rows:
+            r["ordinal"] = ordinal[r["source_id"]] = ordinal.get(r["source_id"], -1) + 1
+            r["ref"] = encode_ref(ChunkRef(r["source_id"], r["chunk_id"]))
+        self.chunk_of = {r["tu"]: r["ref"] for r in rows}
+        self.source_of_chunk = {r["ref"]: r["source_id"] for r in rows}
+        self.chunk_hrid = {str(h["human_readable_id"]): (self.chunk_of[h["graphrag_id"]],) for h in tu_rows}
+        meta = {d: frozen_metadata(row.get("metadata") if isinstance(row.get("metadata"), dict) else {})
+                for d, row in docs.items()}
+        chunk_rows = [{"ref": r["ref"], "source_id": r["source_id"], "chunk_id": r["chunk_id"], "parent_id": None,
+                       "ordinal": r["ordinal"], "content": r["content"], "n_chars": len(r["content"]),
+                       "metadata": meta[tu_doc[r["tu"]]]} for r in rows]
+        self.chunk_frame = _frame(chunk_rows, "chunks", ["source_id", "ordinal", "chunk_id"])
+        self._document_frames(docs, rows, meta)
+        self.tu_map = pd.DataFrame([{"chunk_ref": self.chunk_of[h["graphrag_id"]], **h} for h in tu_rows],
+                                   columns=["chunk_ref", "graphrag_id", "human_readable_id", "n_tokens", "document_id"])
+
+    def _text_unit_rows(self, docs: dict[str, dict], tu_doc: dict[str, str]) -> tuple[list[dict], list[dict]]:
+        """One row per text unit (checked: present, unique, printable, in a document) and its id-map row."""
+        t = self.t
         frame = t.frames["text_units"]
         if frame.empty:
             raise InputError(f"GraphRAG table {t.files['text_units']!r} has no rows: there is no text to import.",
@@ -178,20 +197,10 @@ class _GraphBuilder:
                          "key": (position.get(tu, len(position) + order[tu][0]), order[tu]), "content": rec["text"]})
             tu_rows.append({"graphrag_id": tu, "human_readable_id": order[tu][0], "n_tokens": rec.get("n_tokens"),
                             "document_id": doc})
-        rows.sort(key=lambda r: (r["source_id"], r["key"]))
-        ordinal: dict[str, int] = {}
-        for r in rows:
-            r["ordinal"] = ordinal[r["source_id"]] = ordinal.get(r["source_id"], -1) + 1
-            r["ref"] = encode_ref(ChunkRef(r["source_id"], r["chunk_id"]))
-        self.chunk_of = {r["tu"]: r["ref"] for r in rows}
-        self.source_of_chunk = {r["ref"]: r["source_id"] for r in rows}
-        self.chunk_hrid = {str(h["human_readable_id"]): (self.chunk_of[h["graphrag_id"]],) for h in tu_rows}
-        meta = {d: frozen_metadata(row.get("metadata") if isinstance(row.get("metadata"), dict) else {})
-                for d, row in docs.items()}
-        chunk_rows = [{"ref": r["ref"], "source_id": r["source_id"], "chunk_id": r["chunk_id"], "parent_id": None,
-                       "ordinal": r["ordinal"], "content": r["content"], "n_chars": len(r["content"]),
-                       "metadata": meta[tu_doc[r["tu"]]]} for r in rows]
-        self.chunk_frame = _frame(chunk_rows, "chunks", ["source_id", "ordinal", "chunk_id"])
+        return rows, tu_rows
+
+    def _document_frames(self, docs: dict[str, dict], rows: list[dict], meta: dict[str, Any]) -> None:
+        """The documents frame (documents without text units left out, with a warning) and the id map."""
         doc_rows, map_rows, by_source = [], [], {}
         for r in rows:
             by_source.setdefault(r["source_id"], []).append(r)
@@ -212,8 +221,6 @@ class _GraphBuilder:
         self.doc_frame = _frame(doc_rows, "documents", ["source_id"])
         self.doc_map = pd.DataFrame(map_rows, columns=["source_id", "graphrag_id", "human_readable_id", "title",
                                                        "creation_date"])
-        self.tu_map = pd.DataFrame([{"chunk_ref": self.chunk_of[h["graphrag_id"]], **h} for h in tu_rows],
-                                   columns=["chunk_ref", "graphrag_id", "human_readable_id", "n_tokens", "document_id"])
 
     def known_chunks(self, ids: list[str]) -> list[str]:
         """Chunk refs of text unit ids (legacy comma-joined ids split); unknown ids are counted."""
@@ -226,145 +233,6 @@ class _GraphBuilder:
             else:
                 self.unknown_tu += 1
         return list(dict.fromkeys(out))
-
-    # -------------------------------------------------------------- entities
-    def entities(self) -> None:
-        t = self.t
-        frame = t.frames["entities"]
-        ids = t.column("entities", "id")
-        hrid = t.column("entities", "human_readable_id")
-        rows, map_rows, self.entity_of_title, self.entity_of_id = [], [], {}, {}
-        tu_lists = t.column("entities", "text_unit_ids", None)
-        if not t.has("entities", "text_unit_ids") and t.has("text_units", "entity_ids"):
-            by_entity: dict[str, list[str]] = {}
-            for tu, ents in zip(t.column("text_units", "id"), t.column("text_units", "entity_ids")):
-                for e in ents:
-                    by_entity.setdefault(e, []).append(tu)
-            tu_lists = [by_entity.get(i, []) for i in ids]
-        self.entity_chunks: dict[str, tuple[str, ...]] = {}
-        self.entity_hrid: dict[str, tuple[str, ...]] = {}
-        unknown_rows, unmentioned = [], []
-        for k, rec in enumerate(frame.to_dict("records")):
-            title = (rec["title"] or "").strip()
-            if not title:
-                self.notes.append(f"entity row {k} has no title and was skipped")
-                continue
-            eid = ids[k] if ids[k] else title
-            if eid in self.entity_of_id:
-                raise InputError(f"GraphRAG entity id {eid!r} is repeated.", code="graphrag_invalid_value")
-            ref = encode_ref(EntityRef(eid))
-            self.entity_of_id[eid] = ref
-            self.entity_of_title.setdefault(title, ref)
-            if ids[k] and any(ord(ch) < 32 for ch in eid):
-                raise InputError(f"GraphRAG table {t.files['entities']!r}, column 'id', row {k}: entity id {eid!r} "
-                                 "contains control characters.", code="graphrag_invalid_value",
-                                 hint="entity ids become entity refs, which must be printable.")
-            before = self.unknown_tu
-            chunks = tuple(self.known_chunks(tu_lists[k] or []))
-            if self.unknown_tu > before:
-                unknown_rows.append(k)
-            if not chunks:
-                unmentioned.append(k)
-            self.entity_chunks[ref] = chunks
-            self.entity_hrid[str(k if hrid[k] is None else hrid[k])] = chunks
-            rows.append({"entity_id": eid, "ref": ref, "canonical_name": title, "type": _text(rec.get("type")),
-                         "aliases": (), "description": _text(rec.get("description"))})
-            map_rows.append({"entity_id": eid, "graphrag_id": ids[k], "human_readable_id": k if hrid[k] is None
-                             else hrid[k], "title": title, "frequency": rec.get("frequency"),
-                             "degree": rec.get("degree"), "placeholder": False})
-        self.entity_rows, self.entity_map_rows = rows, map_rows
-        column = "text_unit_ids" if t.has("entities", "text_unit_ids") else "id (text_units.entity_ids)"
-        self.warn("unknown_text_unit_ids", "entities", column, unknown_rows,
-                  "text unit ids that are not in the text_units table were ignored")
-        self.warn("entities_without_mentions", "entities", column, unmentioned,
-                  "entities no known text unit mentions were kept without 'mentions' edges")
-
-    def _entity_for_title(self, title: str) -> str:
-        ref = self.entity_of_title.get(title)
-        if ref is None:  # a relationship end the entities table lacks: a placeholder entity
-            eid = title if title not in self.entity_of_id else f"{title} (graphrag title)"
-            ref = encode_ref(EntityRef(eid))
-            self.entity_of_id[eid] = self.entity_of_title[title] = ref
-            self.entity_rows.append({"entity_id": eid, "ref": ref, "canonical_name": title, "type": None,
-                                     "aliases": (), "description": None})
-            self.entity_map_rows.append({"entity_id": eid, "graphrag_id": None, "human_readable_id": None,
-                                         "title": title, "frequency": None, "degree": None, "placeholder": True})
-            self.placeholders += 1
-        return ref
-
-    # ----------------------------------------------------------------- edges
-    def edges(self) -> None:
-        mention_rows = [(chunk, ref) for ref, chunks in self.entity_chunks.items() for chunk in chunks]
-        edges = [{"edge_id": stable_id("edge", {"type": "mentions", "from": c, "to": e, "direction": "directed",
-                                                "stage": STAGE}), "type": "mentions", "from_ref": c, "to_ref": e,
-                  "direction": "directed", "description": None, "weight": 1.0, "stage": STAGE}
-                 for c, e in mention_rows]
-        evidence = [{"edge_id": edge["edge_id"], "source_id": self.source_of_chunk[edge["from_ref"]],
-                     "chunk_ref": edge["from_ref"], "provenance": PROVENANCE} for edge in edges]
-        self.n_mentions = len(edges)
-        t = self.t
-        frame = t.frames["relationships"]
-        ids, hrid = t.column("relationships", "id"), t.column("relationships", "human_readable_id")
-        tu_lists = t.column("relationships", "text_unit_ids", None)
-        if not t.has("relationships", "text_unit_ids") and t.has("text_units", "relationship_ids"):
-            by_rel: dict[str, list[str]] = {}
-            for tu, rels in zip(t.column("text_units", "id"), t.column("text_units", "relationship_ids")):
-                for r in rels:
-                    by_rel.setdefault(r, []).append(tu)
-            tu_lists = [by_rel.get(i, []) for i in ids]
-        merged: dict[str, dict] = {}
-        map_rows, self.rel_hrid, self.rel_dropped, bad_weights = [], {}, 0, 0
-        dropped_rows, placeholder_rows, real_titles = [], [], set(self.entity_of_title)
-        for k, rec in enumerate(frame.to_dict("records")):
-            a, b = (rec["source"] or "").strip(), (rec["target"] or "").strip()
-            h = k if hrid[k] is None else hrid[k]
-            chunks = self.known_chunks(tu_lists[k] or []) if a and b else []
-            if not chunks:
-                self.rel_dropped += 1
-                dropped_rows.append(k)
-                map_rows.append({"edge_id": None, "graphrag_id": ids[k], "human_readable_id": h, "source": a,
-                                 "target": b, "weight": rec.get("weight"), "combined_degree": rec.get("combined_degree")})
-                continue
-            if a not in real_titles or b not in real_titles:
-                placeholder_rows.append(k)
-            ends = sorted((self._entity_for_title(a), self._entity_for_title(b)))
-            edge_id = stable_id("edge", {"type": "related", "from": ends[0], "to": ends[1], "direction": "symmetric",
-                                         "stage": STAGE})
-            weight = rec.get("weight")
-            if weight is None or not weight > 0:
-                bad_weights += 1
-                weight = 1.0
-            entry = merged.setdefault(edge_id, {"edge_id": edge_id, "ends": ends, "weight": 0.0, "desc": [],
-                                                "chunks": []})
-            entry["weight"] += float(weight)
-            desc = _text(rec.get("description"))
-            if desc and desc not in entry["desc"]:
-                entry["desc"].append(desc)
-            entry["chunks"] += [c for c in chunks if c not in entry["chunks"]]
-            self.rel_hrid[str(h)] = tuple(chunks)
-            map_rows.append({"edge_id": edge_id, "graphrag_id": ids[k], "human_readable_id": h, "source": a,
-                             "target": b, "weight": rec.get("weight"), "combined_degree": rec.get("combined_degree")})
-        for m in merged.values():
-            edges.append({"edge_id": m["edge_id"], "type": "related", "from_ref": m["ends"][0], "to_ref": m["ends"][1],
-                          "direction": "symmetric", "description": "\n".join(m["desc"]) or None,
-                          "weight": m["weight"], "stage": STAGE})
-            evidence += [{"edge_id": m["edge_id"], "source_id": self.source_of_chunk[c], "chunk_ref": c,
-                          "provenance": PROVENANCE} for c in m["chunks"]]
-        self.n_related = len(merged)
-        if bad_weights:
-            self.notes.append(f"{bad_weights} relationships without a positive weight were given weight 1.0")
-        if self.rel_dropped:
-            self.notes.append(f"{self.rel_dropped} relationships without a known text unit were left out "
-                              "(every crux_nb edge needs evidence)")
-        self.warn("relationships_without_evidence", "relationships", "text_unit_ids", dropped_rows,
-                  "relationships without a known text unit were left out (every crux_nb edge needs evidence)")
-        self.warn("placeholder_entities", "relationships", "source/target", placeholder_rows,
-                  "relationship ends missing from the entities table became placeholder entities "
-                  "(kb.graphrag.entities['placeholder'])")
-        self.rel_map = pd.DataFrame(map_rows, columns=["edge_id", "graphrag_id", "human_readable_id", "source",
-                                                       "target", "weight", "combined_degree"])
-        self.edge_frame = _frame(edges, "edges", ["edge_id"])
-        self.evidence_frame = _frame(evidence, "edge_evidence", ["edge_id", "chunk_ref", "provenance"])
 
     def state(self) -> KBState:
         self.chunks()
@@ -387,14 +255,3 @@ class _GraphBuilder:
         self.claim_hrid = {str(k if h is None else h): (c,) for k, (h, c) in enumerate(zip(hrid, frame["chunk_ref"]))
                            if isinstance(c, str)}
         return frame
-
-
-def _text(value: Any) -> str | None:
-    return None if missing(value) or not str(value).strip() else str(value)
-
-
-def _frame(rows: list[dict], table: str, by: list[str]) -> pd.DataFrame:
-    if not rows:
-        return empty_frame(table)
-    frame = coerce(pd.DataFrame(rows), table)
-    return frame.sort_values(by, kind="stable").reset_index(drop=True)

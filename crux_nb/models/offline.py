@@ -13,10 +13,13 @@ It is honest about being extractive: nothing it writes is invented.
   collapsed) in document order; the title names the most central entities.
   Parent reports use only their children's findings: statements copied, evidence
   the union of the evidence of the findings that share that statement.
-* ``map_findings`` — BM25 (:class:`crux_nb.models.text.BM25`) of the query against
-  each finding statement, scaled to 0..100 relative to a full single match (see
-  :meth:`BM25.scaled`): one finding per distinct statement with a positive score,
-  ordered by score (desc) then first finding id.
+* ``map_findings`` — each finding statement scored on its own against the query
+  (:func:`crux_nb.models.text.match_scores`: the share of the query's terms it names,
+  BM25-saturated and length-normalised against a fixed length, 0..100): one finding per
+  distinct statement with a positive score, ordered by score (desc) then first finding id.
+  A finding's score does not depend on which reports share its batch (until version 3 it
+  was BM25 with idf over the batch, so scan all and an adaptive scan, which batch different
+  reports together, scored the same finding differently).
 * ``rate`` — every report (title + summary + any finding statements), in input
   order: by default the calibrated rating of :mod:`crux_nb.models.rating`
   (normalised against what the query can achieve, so one threshold serves short
@@ -42,6 +45,7 @@ from .text import (
     BM25,
     Span,
     cosine_matrix,
+    match_scores,
     normalize_ws,
     pagerank,
     sentence_spans,
@@ -52,11 +56,13 @@ from .validation import REPORT_LIMITS
 
 __all__ = ["OfflineModel", "OFFLINE_MODEL_VERSION"]
 
-OFFLINE_MODEL_VERSION = "3"  # 2: cleaner entity graph (offline_names); 3: whole sources, common nouns, concepts
+OFFLINE_MODEL_VERSION = "4"  # 2: cleaner entity graph (offline_names); 3: whole sources, common nouns, concepts;
+#                              4: batch-independent map scores (match_scores)
 #: Chunk text per ``extract`` call that ``kb.extract_entities`` uses for this model by default: a whole source
 #: (the rules count how a word is written across the input, so a larger input is better evidence).
 EXTRACT_BATCH_CHARS = 2_000_000
 EXTRACTORS = ("rules", "spacy")
+MAP_SCORES = ("match", "batch-bm25")
 _CLAUSE_END = re.compile(r"[;:,—]\s|--")
 
 
@@ -86,7 +92,10 @@ class OfflineModel:
         concept_min_chunks: chunks a phrase must recur in to count (default 3).
         min_terms: content words a sentence needs to be preferred as a finding (default 6).
         rating: how ``rate`` scores reports: ``"calibrated"`` (default, see
-            :mod:`crux_nb.models.rating`) or ``"bm25"`` (BM25 scaled like the map).
+            :mod:`crux_nb.models.rating`) or ``"bm25"`` (BM25 scaled, idf over the rated batch).
+        map_score: how ``map_findings`` scores findings: ``"match"`` (default, each statement on its own,
+            :func:`~crux_nb.models.text.match_scores`) or ``"batch-bm25"`` (version 3's BM25 with idf over
+            the batch's statements, which depends on the batch; kept for comparison).
         extractor: ``"rules"`` (default: capitalisation rules, no dependencies) or ``"spacy"``
             (spaCy's small English NER, the optional ``nlp`` extra; see
             :mod:`crux_nb.models.offline_spacy`). Both clean and fold names the same way.
@@ -119,6 +128,7 @@ class OfflineModel:
     concept_min_chunks: int = 3
     min_terms: int = 6
     rating: str = "calibrated"
+    map_score: str = "match"
     extractor: str = "rules"
     fingerprint: str = field(init=False)
     extract_batch_chars: ClassVar[int] = EXTRACT_BATCH_CHARS
@@ -138,6 +148,8 @@ class OfflineModel:
             raise ParameterError(owner, "concepts", "a bool", self.concepts)
         if self.rating not in ("calibrated", "bm25"):
             raise ParameterError(owner, "rating", "'calibrated' or 'bm25'", self.rating)
+        if self.map_score not in MAP_SCORES:
+            raise ParameterError(owner, "map_score", "'match' or 'batch-bm25'", self.map_score)
         if self.extractor not in EXTRACTORS:
             raise ParameterError(owner, "extractor", "one of 'rules', 'spacy'", self.extractor)
         identity = {"name": self.name, "version": OFFLINE_MODEL_VERSION, "options": self.options()}
@@ -161,6 +173,7 @@ class OfflineModel:
             "concept_min_chunks": self.concept_min_chunks,
             "min_terms": self.min_terms,
             **({"extractor": self.extractor} if self.extractor != "rules" else {}),  # rules: fingerprints as before
+            **({"map_score": self.map_score} if self.map_score != "match" else {}),
         }
         return options if self.rating == "calibrated" else {**options, "rating": self.rating}
 
@@ -325,7 +338,7 @@ class OfflineModel:
 
     # ------------------------------------------------------------- map and rate
     def map_findings(self, query: str, units: list[dict[str, Any]], *, repair: list[dict[str, str]] | None = None) -> dict[str, Any]:
-        """Findings relevant to ``query`` by BM25 of the statement, 0..100, zero scores omitted.
+        """Findings relevant to ``query``, each statement scored on its own (:func:`match_scores`), zero omitted.
 
         >>> unit = {"community_id": "c1", "level": 0, "title": "Gateway", "summary": "",
         ...         "findings": [{"id": "c1:f1", "statement": "Platform owns the Ingest Gateway."},
@@ -340,7 +353,8 @@ class OfflineModel:
                 if statement.strip():
                     ids_by_statement.setdefault(statement, []).append(str(finding["id"]))
         statements = list(ids_by_statement)
-        scores = BM25([terms(s) for s in statements]).scaled(terms(query))
+        docs = [terms(s) for s in statements]
+        scores = match_scores(terms(query), docs) if self.map_score == "match" else BM25(docs).scaled(terms(query))
         out = [
             {"statement": s, "finding_ids": sorted(ids_by_statement[s]), "score": score}
             for s, score in zip(statements, scores)

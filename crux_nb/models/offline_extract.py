@@ -205,49 +205,85 @@ def extract_entities(chunks: Sequence[dict[str, Any]], *, concepts: bool = True,
     lower_counts: Counter = Counter()
     for _cid, text in texts:
         lower_counts.update(_LOWER_WORD.findall(text))
-    lower_words = set(lower_counts)
-    raw: dict[tuple[int, int], str] = {}  # (chunk, position) -> the source text of a candidate
-    defined: set[str] = set()  # keys of names introduced by a definition ("Belle, a comely matron")
-    sure: list[tuple[int, str, int]] = []  # (chunk index, name, position)
-    unsure: list[tuple[int, str, int, bool]] = []  # (..., heading-like)
-    starts: list[tuple[int, str, str, bool, int]] = []  # sentence-initial multi-word: (ci, name, rest, common, pos)
-    spans_by_chunk = []
+    found, lower_words = _Candidates(), set(lower_counts)
     for ci, (_cid, text) in enumerate(texts):
+        found.scan(ci, text, lower_words)
+    occurrences = _resolve(found.sure, found.starts, found.unsure)
+    occurrences = clean_occurrences(occurrences, raw=found.raw, lower_counts=lower_counts,
+                                    mid_counts=Counter(n for _c, n, _p in found.sure), defined=found.defined,
+                                    key=_key, n_chars=sum(len(t) for _c, t in texts),
+                                    determined=determiner_counts([t for _c, t in texts], occurrences, _key))
+    # group case variants; canonical = not all-caps, then most frequent, then smallest
+    variants: dict[str, Counter] = defaultdict(Counter)
+    for _ci, name, _pos in occurrences:
+        variants[_key(name)][name] += 1
+    concept_keys: set[str] = set()
+    if concepts:
+        for key, name in _concepts(texts, found.spans_by_chunk, concept_min_chunks, max_concepts, set(variants)):
+            concept_keys.add(key)
+            variants[key][name] += 1
+    canon = {
+        key: min(counts, key=lambda n: (n.isupper() and len(counts) > 1, -counts[n], n))
+        for key, counts in variants.items()
+    }
+    target, aliases = fold_names(canon, {k: sum(c.values()) for k, c in variants.items()}, concept_keys,
+                                 lower_counts, _key)
+    _add_aliases(variants, canon, target, aliases, concept_keys)
+    return _assemble(texts, found.spans_by_chunk, canon, target, aliases, concept_keys)
+
+
+class _Candidates:
+    """Capitalised runs of every sentence, sorted by how sure they are to be names."""
+
+    def __init__(self) -> None:
+        self.raw: dict[tuple[int, int], str] = {}  # (chunk, position) -> the source text of a candidate
+        self.defined: set[str] = set()  # keys of names introduced by a definition ("Belle, a comely matron")
+        self.sure: list[tuple[int, str, int]] = []  # (chunk index, name, position)
+        self.unsure: list[tuple[int, str, int, bool]] = []  # (..., heading-like)
+        # sentence-initial multi-word names: (chunk index, name, rest, common first word, position)
+        self.starts: list[tuple[int, str, str, bool, int]] = []
+        self.spans_by_chunk: list = []
+
+    def scan(self, ci: int, text: str, lower_words: set[str]) -> None:
         spans = sentence_spans(text)
-        spans_by_chunk.append(spans)
+        self.spans_by_chunk.append(spans)
         for span in spans:
             toks, headingish = _sentence_tokens(text, span)
             for run in _runs(text, toks):
                 for ptoks, amb in _pieces(run):
-                    name = _name(text, ptoks)
-                    if len(name) < 2:
-                        continue  # "B", "Y": grammar letters and initials are not entities
-                    first = _POSSESSIVE.sub("", ptoks[0].text).lower()
-                    starter = first in _SENTENCE_STARTERS
-                    common = starter or first in lower_words
-                    raw[(ci, ptoks[0].start)] = text[ptoks[0].start:ptoks[-1].end]
-                    if amb and not common and _APPOSITIVE.match(text, ptoks[-1].end):
-                        defined.add(_key(name))
-                        sure.append((ci, name, ptoks[0].start))
-                    elif len(ptoks) == 1 and (_CODE.match(name) or (amb and not headingish and _ACRONYM.match(name))):
-                        sure.append((ci, name, ptoks[0].start))
-                    elif amb and not headingish and len(ptoks) > 1 and first.rstrip(".") not in _TITLES:
-                        rest = ptoks[1:]
-                        if len(rest) == 1 and _VERSION.match(rest[0].text):
-                            rest_name = ""
-                        else:
-                            rest_name = _name(text, rest)
-                        if starter:
-                            if rest_name:
-                                sure.append((ci, rest_name, rest[0].start))
-                        else:
-                            starts.append((ci, name, rest_name, common, ptoks[0].start))
-                    elif amb and not headingish and common:
-                        continue  # a sentence-initial common word
-                    elif headingish or amb:
-                        unsure.append((ci, name, ptoks[0].start, headingish))
-                    else:
-                        sure.append((ci, name, ptoks[0].start))
+                    self.piece(ci, text, ptoks, amb, headingish, lower_words)
+
+    def piece(self, ci: int, text: str, ptoks: list, amb: bool, headingish: bool, lower_words: set[str]) -> None:
+        name = _name(text, ptoks)
+        if len(name) < 2:
+            return  # "B", "Y": grammar letters and initials are not entities
+        first = _POSSESSIVE.sub("", ptoks[0].text).lower()
+        starter = first in _SENTENCE_STARTERS
+        common = starter or first in lower_words
+        pos = ptoks[0].start
+        self.raw[(ci, pos)] = text[pos:ptoks[-1].end]
+        if amb and not common and _APPOSITIVE.match(text, ptoks[-1].end):
+            self.defined.add(_key(name))
+            self.sure.append((ci, name, pos))
+        elif len(ptoks) == 1 and (_CODE.match(name) or (amb and not headingish and _ACRONYM.match(name))):
+            self.sure.append((ci, name, pos))
+        elif amb and not headingish and len(ptoks) > 1 and first.rstrip(".") not in _TITLES:
+            rest = ptoks[1:]
+            rest_name = "" if len(rest) == 1 and _VERSION.match(rest[0].text) else _name(text, rest)
+            if not starter:
+                self.starts.append((ci, name, rest_name, common, pos))
+            elif rest_name:
+                self.sure.append((ci, rest_name, rest[0].start))
+        elif amb and not headingish and common:
+            return  # a sentence-initial common word
+        elif headingish or amb:
+            self.unsure.append((ci, name, pos, headingish))
+        else:
+            self.sure.append((ci, name, pos))
+
+
+def _resolve(sure: list, starts: list, unsure: list) -> list[tuple[int, str, int]]:
+    """Every occurrence: the sure names, then each sentence-initial phrase and unsure word decided by them."""
     known = {_key(n) for _c, n, _p in sure}
     known_words = {w for key in known for w in key.split(" ")}
     first_words: Counter = Counter(key.split(" ")[0] for key in known if " " in key)
@@ -265,7 +301,7 @@ def extract_entities(chunks: Sequence[dict[str, Any]], *, concepts: bool = True,
             chosen = name
         occurrences.append((ci, chosen, pos))
     known.update(_key(n) for _c, n, _p in occurrences)
-    first_words: Counter = Counter(key.split(" ")[0] for key in known if " " in key)
+    first_words = Counter(key.split(" ")[0] for key in known if " " in key)
     for ci, name, pos, headingish in unsure:
         key = _key(name)
         # a lone sentence-initial word: a known name, or the first word of exactly one known name
@@ -273,25 +309,12 @@ def extract_entities(chunks: Sequence[dict[str, Any]], *, concepts: bool = True,
             occurrences.append((ci, name, pos))
         elif headingish:
             occurrences.extend((ci, sub, pos) for sub in _known_parts_of(name, known))
-    mid_counts = Counter(n for _c, n, _p in sure)
-    occurrences = clean_occurrences(occurrences, raw=raw, lower_counts=lower_counts, mid_counts=mid_counts,
-                                    defined=defined, key=_key, n_chars=sum(len(t) for _c, t in texts),
-                                    determined=determiner_counts([t for _c, t in texts], occurrences, _key))
-    # group case variants; canonical = not all-caps, then most frequent, then smallest
-    variants: dict[str, Counter] = defaultdict(Counter)
-    for _ci, name, _pos in occurrences:
-        variants[_key(name)][name] += 1
-    concept_keys: set[str] = set()
-    if concepts:
-        for key, name in _concepts(texts, spans_by_chunk, concept_min_chunks, max_concepts, set(variants)):
-            concept_keys.add(key)
-            variants[key][name] += 1
-    canon = {
-        key: min(counts, key=lambda n: (n.isupper() and len(counts) > 1, -counts[n], n))
-        for key, counts in variants.items()
-    }
-    target, aliases = fold_names(canon, {k: sum(c.values()) for k, c in variants.items()}, concept_keys,
-                                 lower_counts, _key)
+    return occurrences
+
+
+def _add_aliases(variants: dict[str, Counter], canon: dict[str, str], target: dict[str, str],
+                 aliases: dict[str, set], concept_keys: set[str]) -> None:
+    """Every other spelling becomes an alias of its (folded) entity; a titled name also gets its core."""
     for key, name in canon.items():
         core = _core(name)  # "Lord Mayor" is also found as "Mayor" when no other entity is
         if target[key] == key and key not in concept_keys and len(core) >= 2 and _has_title(name):
@@ -302,7 +325,6 @@ def extract_entities(chunks: Sequence[dict[str, Any]], *, concepts: bool = True,
         for name in counts:
             if name != canon[dest]:
                 aliases[dest].add(name)
-    return _assemble(texts, spans_by_chunk, canon, target, aliases, concept_keys)
 
 
 def _known_parts_of(name: str, known: set[str]) -> list[str]:

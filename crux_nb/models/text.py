@@ -28,6 +28,7 @@ __all__ = [
     "terms",
     "stem",
     "BM25",
+    "match_scores",
     "pagerank",
     "cosine_matrix",
     "normalize_ws",
@@ -277,6 +278,38 @@ class BM25:
         if reference <= 0:
             return [0.0] * self.n
         return [round(min(100.0, 100.0 * self.score(query, i) / reference), 2) for i in range(self.n)]
+
+
+#: The reference length (terms) of :func:`match_scores`' length normalisation: a finding sentence of about a
+#: dozen content words (a fixed constant, so that a score never depends on the other documents scored with it).
+MATCH_LENGTH = 12.0
+
+
+def match_scores(query: Sequence[str], docs: Sequence[Sequence[str]], *, k1: float = 1.2, b: float = 0.75,
+                 length: float = MATCH_LENGTH) -> list[float]:
+    """Each document's share of the query it matches, 0..100, scored on its own (no collection statistics).
+
+    The score of a document is the mean, over the distinct query terms, of BM25's saturated term frequency
+    ``tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / length))`` (0 for an absent term), times 100, capped at 100
+    and rounded to 2 decimals: a document of ``length`` terms naming every query term once scores 100, one
+    naming half of them about 50. Unlike :meth:`BM25.scaled` there is no idf, so a document's score does not
+    depend on which other documents are scored with it (a map batch's neighbours cannot move it).
+
+    >>> match_scores(terms("Who owns the gateway?"), [terms("Platform owns the Ingest Gateway."), terms("Lunch.")])
+    [100.0, 0.0]
+    >>> match_scores(["marley", "chain"], [["marley"]]) == match_scores(["marley", "chain"], [["marley"], ["chain"]])[:1]
+    True
+    """
+    distinct = list(dict.fromkeys(query))
+    if not distinct:
+        return [0.0] * len(docs)
+    out = []
+    for doc in docs:
+        counts = Counter(doc)
+        norm = k1 * (1.0 - b + b * len(doc) / length)
+        total = sum(counts[t] * (k1 + 1.0) / (counts[t] + norm) for t in distinct if counts[t])
+        out.append(round(min(100.0, 100.0 * total / len(distinct)), 2))
+    return out
 
 
 def cosine_matrix(docs: Sequence[Sequence[str]]) -> np.ndarray:

@@ -119,14 +119,7 @@ def expansion_svg(data: ExpansionData, shown: Iterable[Expansion], selected: Exp
     if selected is not None and selected not in shown:
         selected = None
     columns, _ = _layout(data, shown)
-    tallest = max((len(c) for c in columns), default=0)
-    width = MARGIN * 2 + len(columns) * NODE_W + (len(columns) - 1) * COL_GAP + 60
-    height = MARGIN * 2 + max(tallest, 1) * (NODE_H + ROW_GAP) - ROW_GAP
-    pos: dict[str, tuple[float, float]] = {}
-    for c, members in enumerate(columns):
-        offset = (tallest - len(members)) * (NODE_H + ROW_GAP) / 2
-        for r, ref in enumerate(members):
-            pos[ref] = (MARGIN + c * (NODE_W + COL_GAP), MARGIN + offset + r * (NODE_H + ROW_GAP))
+    pos, width, height = _positions(columns)
     col_of = {ref: c for c, members in enumerate(columns) for ref in members}
     seeds = set(columns[0]) if columns else set()
     used_seeds = {x.path[0] for x in shown}
@@ -145,55 +138,77 @@ def expansion_svg(data: ExpansionData, shown: Iterable[Expansion], selected: Exp
            f'role="img" '
            f'aria-label="expansion subgraph" font-family="sans-serif" font-size="12">']
     for a, b, t in ordered:
-        (xa, ya), (xb, yb) = pos[a], pos[b]
-        ya, yb = ya + NODE_H / 2, yb + NODE_H / 2
-        ca, cb = col_of[a], col_of[b]
-        if cb > ca:
-            x0, x3 = xa + NODE_W, xb
-            mid = (x3 - x0) / 2
-            p = [(x0, ya), (x0 + mid, ya), (x3 - mid, yb), (x3, yb)]
-        elif cb == ca:
-            x0 = xa + NODE_W
-            bend = 36 + abs(yb - ya) / 6
-            p = [(x0, ya), (x0 + bend, ya), (x0 + bend, yb), (x0, yb)]
-        else:
-            x0, x3 = xa, xb + NODE_W
-            p = [(x0, ya), (x0 - 40, ya), (x3 + 40, yb), (x3, yb)]
-        on = (a, b, t) in on_edges
-        cls = "crux-edge crux-on" if on else ("crux-edge crux-off" if selected else "crux-edge")
-        colour, sw = (ON, "3") if on else (EDGE, "1.5")
-        opacity = "" if on or not selected else ' opacity="0.35"'
-        d = "M{} C{} {} {}".format(*(f"{_fmt(px)},{_fmt(py)}" for px, py in p))
-        # label at the Bézier midpoint
-        lx = (p[0][0] + 3 * p[1][0] + 3 * p[2][0] + p[3][0]) / 8
-        ly = (p[0][1] + 3 * p[1][1] + 3 * p[2][1] + p[3][1]) / 8
-        out.append(f'<g class="{cls}" data-from="{esc(a)}" data-to="{esc(b)}" data-type="{esc(t)}"{opacity}>'
-                   f'<title>{esc(a)} {ARROW_LEFT}{esc(t)}{ARROW_RIGHT} {esc(b)}</title>'
-                   f'<path d="{d}" fill="none" stroke="{colour}" stroke-width="{sw}"/>'
-                   + _arrow(p[3][0], p[3][1], p[3][0] - p[2][0], p[3][1] - p[2][1], colour)
-                   + f'<text x="{_fmt(lx)}" y="{_fmt(ly - 3)}" text-anchor="middle" font-size="11" '
-                     f'fill="{"#9f1239" if on else "#92400e"}" stroke="#fff" stroke-width="3" '
-                     f'paint-order="stroke">{esc(t)}</text></g>')
+        out.append(_edge_svg(a, b, t, pos, col_of, on=(a, b, t) in on_edges, faded=selected is not None))
     for ref, (x, y) in pos.items():
         role = _role(ref, seeds, hits)
-        fill, stroke = COLORS[role]
-        on = ref in on_nodes
-        classes = ["crux-node", f"crux-node-{role}"]
-        if on:
-            classes.append("crux-on")
-        if role == "seed" and ref not in used_seeds:
-            classes.append("crux-idle")
-        faded = (selected and not on) or "crux-idle" in classes
-        opacity = ' opacity="0.4"' if faded else ""
-        dash = ' stroke-dasharray="4 3"' if "crux-idle" in classes else ""
-        rx = NODE_H / 2 if role == "entity" else 4
-        out.append(f'<g class="{" ".join(classes)}" data-ref="{esc(ref)}"{opacity}><title>{esc(ref)}</title>'
-                   f'<rect x="{_fmt(x)}" y="{_fmt(y)}" width="{NODE_W}" height="{NODE_H}" rx="{_fmt(rx)}" '
-                   f'fill="{fill}" stroke="{ON if on else stroke}" stroke-width="{"2.5" if on else "1.2"}"{dash}/>'
-                   f'<text x="{_fmt(x + NODE_W / 2)}" y="{_fmt(y + NODE_H / 2 + 4)}" text-anchor="middle" '
-                   f'fill="#111827">{esc(clip(data.label(ref), LABEL_CHARS))}</text></g>')
+        out.append(_node_svg(ref, x, y, role, data.label(ref), on=ref in on_nodes, selected=selected is not None,
+                             idle=role == "seed" and ref not in used_seeds))
     out.append("</svg>")
     return "".join(out)
+
+
+def _positions(columns: list[list[str]]) -> tuple[dict[str, tuple[float, float]], float, float]:
+    """Each node's top-left corner (columns left to right, each centred vertically), and the drawing's size."""
+    tallest = max((len(c) for c in columns), default=0)
+    width = MARGIN * 2 + len(columns) * NODE_W + (len(columns) - 1) * COL_GAP + 60
+    height = MARGIN * 2 + max(tallest, 1) * (NODE_H + ROW_GAP) - ROW_GAP
+    pos: dict[str, tuple[float, float]] = {}
+    for c, members in enumerate(columns):
+        offset = (tallest - len(members)) * (NODE_H + ROW_GAP) / 2
+        for r, ref in enumerate(members):
+            pos[ref] = (MARGIN + c * (NODE_W + COL_GAP), MARGIN + offset + r * (NODE_H + ROW_GAP))
+    return pos, width, height
+
+
+def _edge_svg(a: str, b: str, t: str, pos: dict[str, tuple[float, float]], col_of: dict[str, int], *, on: bool,
+              faded: bool) -> str:
+    """One edge as a cubic Bézier from ``a`` to ``b`` with an arrow head and its type at the midpoint."""
+    (xa, ya), (xb, yb) = pos[a], pos[b]
+    ya, yb = ya + NODE_H / 2, yb + NODE_H / 2
+    ca, cb = col_of[a], col_of[b]
+    if cb > ca:
+        x0, x3 = xa + NODE_W, xb
+        mid = (x3 - x0) / 2
+        p = [(x0, ya), (x0 + mid, ya), (x3 - mid, yb), (x3, yb)]
+    elif cb == ca:  # within a column: a loop out to the right
+        x0 = xa + NODE_W
+        bend = 36 + abs(yb - ya) / 6
+        p = [(x0, ya), (x0 + bend, ya), (x0 + bend, yb), (x0, yb)]
+    else:
+        x0, x3 = xa, xb + NODE_W
+        p = [(x0, ya), (x0 - 40, ya), (x3 + 40, yb), (x3, yb)]
+    cls = "crux-edge crux-on" if on else ("crux-edge crux-off" if faded else "crux-edge")
+    colour, sw = (ON, "3") if on else (EDGE, "1.5")
+    opacity = "" if on or not faded else ' opacity="0.35"'
+    d = "M{} C{} {} {}".format(*(f"{_fmt(px)},{_fmt(py)}" for px, py in p))
+    lx = (p[0][0] + 3 * p[1][0] + 3 * p[2][0] + p[3][0]) / 8  # the Bézier midpoint
+    ly = (p[0][1] + 3 * p[1][1] + 3 * p[2][1] + p[3][1]) / 8
+    return (f'<g class="{cls}" data-from="{esc(a)}" data-to="{esc(b)}" data-type="{esc(t)}"{opacity}>'
+            f'<title>{esc(a)} {ARROW_LEFT}{esc(t)}{ARROW_RIGHT} {esc(b)}</title>'
+            f'<path d="{d}" fill="none" stroke="{colour}" stroke-width="{sw}"/>'
+            + _arrow(p[3][0], p[3][1], p[3][0] - p[2][0], p[3][1] - p[2][1], colour)
+            + f'<text x="{_fmt(lx)}" y="{_fmt(ly - 3)}" text-anchor="middle" font-size="11" '
+              f'fill="{"#9f1239" if on else "#92400e"}" stroke="#fff" stroke-width="3" '
+              f'paint-order="stroke">{esc(t)}</text></g>')
+
+
+def _node_svg(ref: str, x: float, y: float, role: str, label: str, *, on: bool, selected: bool, idle: bool) -> str:
+    """One node: a box (a pill for entities) with its label; faded when another path is selected."""
+    fill, stroke = COLORS[role]
+    classes = ["crux-node", f"crux-node-{role}"]
+    if on:
+        classes.append("crux-on")
+    if idle:
+        classes.append("crux-idle")
+    faded = (selected and not on) or idle
+    opacity = ' opacity="0.4"' if faded else ""
+    dash = ' stroke-dasharray="4 3"' if idle else ""
+    rx = NODE_H / 2 if role == "entity" else 4
+    return (f'<g class="{" ".join(classes)}" data-ref="{esc(ref)}"{opacity}><title>{esc(ref)}</title>'
+            f'<rect x="{_fmt(x)}" y="{_fmt(y)}" width="{NODE_W}" height="{NODE_H}" rx="{_fmt(rx)}" '
+            f'fill="{fill}" stroke="{ON if on else stroke}" stroke-width="{"2.5" if on else "1.2"}"{dash}/>'
+            f'<text x="{_fmt(x + NODE_W / 2)}" y="{_fmt(y + NODE_H / 2 + 4)}" text-anchor="middle" '
+            f'fill="#111827">{esc(clip(label, LABEL_CHARS))}</text></g>')
 
 
 def _path_cell(x: Expansion) -> str:

@@ -286,3 +286,23 @@ def test_any_text_gives_valid_grounded_output(texts):
               "findings": [{"id": f"c:{f['id']}", "statement": f["statement"]} for f in report["findings"]]}]
     assert validate_output("map_findings", model.map_findings(texts[0][:80], units))[1] == []
     assert validate_output("rate", model.rate(texts[0][:80], units), issued_ids=["c"])[1] == []
+
+
+def test_map_score_does_not_depend_on_the_batch():
+    """A finding's map score is the same whichever reports share its batch (v4); v3's batch idf was not."""
+    a = {"community_id": "a", "level": 0, "title": "A", "summary": "",
+         "findings": [{"id": "a:f1", "statement": "Marley wears the chain he forged in life."},
+                      {"id": "a:f2", "statement": "Scrooge sees the ghost of Marley at his door."}]}
+    b = {"community_id": "b", "level": 0, "title": "B", "summary": "",
+         "findings": [{"id": "b:f1", "statement": "The ghost of Marley walks with a chain of cash-boxes."},
+                      {"id": "b:f2", "statement": "Marley's ghost warns Scrooge about the chain."}]}
+    q = "Why does Marley's ghost wear a chain?"
+
+    def scores(model, units):
+        return {f["finding_ids"][0]: f["score"] for f in model.map_findings(q, units)["findings"]}
+
+    alone, together = scores(OfflineModel(), [a]), scores(OfflineModel(), [a, b])
+    assert alone and alone == {k: v for k, v in together.items() if k.startswith("a:")}
+    old_alone, old_together = scores(OfflineModel(map_score="batch-bm25"), [a]), scores(OfflineModel(map_score="batch-bm25"), [a, b])
+    assert old_alone != {k: v for k, v in old_together.items() if k.startswith("a:")}  # the batch moved v3's scores
+    assert OfflineModel(map_score="batch-bm25").fingerprint != OfflineModel().fingerprint

@@ -4,7 +4,8 @@ The descent rates communities in small batches, best first: an unrated community
 ordered by its parent's rating (the root counts as 100), then by a cheap lexical prior (no model call; by default
 :func:`finding_prior`, the BM25 score of the report's best finding statement, idf over every statement
 of the tree), then by level and id. A community rated at or above ``threshold`` is *visited*: its children join the queue,
-and if it is one of the units the detail maps (leaves for ``detailed``, parents for ``overview``) it is
+and if it is one of the units the detail maps (:func:`~.units.select_detail`: leaves for ``detailed``,
+parents and uncovered leaves for ``overview``) it is
 *selected* for mapping. When every child of a visited community has been rated and none passed, the
 fallback decides (``"best"``: follow the best child anyway, by rating then prior; ``"next-level"``:
 GraphRAG's dynamic-selection rule, queue every grandchild; ``"none"``: stop there). If the descent
@@ -155,23 +156,26 @@ class _State:
 
 
 def descend(units: list[Report], rate: Callable[[list[Report], int], dict[str, float]], *, leaves: bool = True,
-            threshold: float = THRESHOLD, budget: int | None = None, max_calls: int = MAX_CALLS,
+            mappable: set[str] | None = None, threshold: float = THRESHOLD, budget: int | None = None, max_calls: int = MAX_CALLS,
             fallback: str = FALLBACK, prior: dict[str, float] | None = None,
             rating_cost: Callable[[list[Report]], int] | None = None) -> tuple[set[str], AdaptiveTrace, list[dict]]:
     """Best-first rated descent (see the module docstring); returns (selected ids, trace, truncations).
 
     ``rate(batch_units, call_index) -> {community_id: rating}`` makes one model call per batch. With
-    ``leaves=False`` (overview, which maps parents only) leaves are neither rated nor mapped.
+    ``leaves=False`` (overview, which maps parents only) leaves are neither rated nor mapped; ``mappable`` (the
+    ids the detail maps, :func:`~.units.select_detail`) overrides that rule. Only mappable units and their
+    ancestors are rated.
     ``rating_cost(batch_units)`` measures a rating call against the budget (default: title + summary
     characters; the step passes the call's real input size).
     """
     by_parent: dict[str | None, list[Report]] = {}
     for u in units:
         by_parent.setdefault(u.parent_id, []).append(u)
-    parents = set(by_parent) - {None}
-    if not leaves:
-        by_parent = {p: [u for u in kids if u.community_id in parents] for p, kids in by_parent.items()}
-    mappable = {u.community_id for u in units if (u.community_id in parents) != leaves}
+    if mappable is None:
+        parents = set(by_parent) - {None}
+        mappable = {u.community_id for u in units if (u.community_id in parents) != leaves}
+    wanted = _with_ancestors(units, mappable)  # only a mappable unit or the way to one is worth a rating
+    by_parent = {p: [u for u in kids if u.community_id in wanted] for p, kids in by_parent.items()}
     st = _State(threshold, budget, max_calls, fallback, prior or {}, mappable,
                 {p: sorted(k, key=lambda u: u.community_id) for p, k in by_parent.items() if p is not None})
     if rating_cost is not None:
@@ -201,11 +205,23 @@ def descend(units: list[Report], rate: Callable[[list[Report], int], dict[str, f
     if fallback == "budget":
         _fill(st, units)
     _guard(st, units)
+    for cut in st.truncations:  # a queued community the fill or the guard mapped after all was read
+        cut["community_ids"] = [c for c in cut["community_ids"] if not st.rows[c].selected]
     visited = tuple(st.rows[c] for c in st.order if st.rows[c].decision == "visited")
     skipped = tuple(st.rows[c] for c in st.order if st.rows[c].decision != "visited")
     trace = AdaptiveTrace(threshold, visited, skipped, st.calls, budget, st.spent, fallback, bool(st.truncations))
     selected = {c for c, r in st.rows.items() if r.selected}
     return selected, trace, st.truncations
+
+
+def _with_ancestors(units: list[Report], ids: set[str]) -> set[str]:
+    parent = {u.community_id: u.parent_id for u in units}
+    out: set[str] = set()
+    for cid in ids:
+        while cid is not None and cid not in out:
+            out.add(cid)
+            cid = parent.get(cid)
+    return out
 
 
 def _next_batch(st: _State) -> list[tuple[Report, bool]]:

@@ -135,7 +135,7 @@ class GlobalSearchStep(Step):
         if self.scan == "adaptive" and rate is not None:
             units = list(freshness.units)
             chosen, adaptive, cut = descend(
-                units, rate, leaves=detail == "detailed", threshold=self.threshold, max_calls=self.max_calls,
+                units, rate, mappable={u.community_id for u in available}, threshold=self.threshold, max_calls=self.max_calls,
                 budget=budget_chars(self.budget, available), fallback=self.fallback,
                 prior=_prior(self.prior, units, query),
                 rating_cost=lambda batch: len(canonical_json([query, [u.rating_payload() for u in batch]])))
@@ -250,7 +250,8 @@ def global_search(*, model: Any, scan: Literal["all", "adaptive"] = "all",
     scan : {"all", "adaptive"}
         Map every report of the chosen detail, or run the best-first rated descent.
     detail : {"auto", "overview", "detailed"}
-        Parent reports, leaf reports, or a choice from the query and the hierarchy.
+        Parent reports and the leaves no report one level up covers (see :func:`~.units.select_detail`),
+        leaf reports, or a choice from the query and the hierarchy.
     limit : int
         Finding hits returned.
     threshold : float

@@ -163,18 +163,27 @@ def _touching(state: Any, scope: str, removed: set[str], reports: list[Any]) -> 
 
 
 def select_detail(units: list[Report], detail: str) -> list[Report]:
-    """The units a detail maps, by (level, id): ``overview``, every unit that is some unit's parent;
-    ``detailed``, all the others (the leaves, and raw units).
+    """``detailed``: every leaf (a unit that is no unit's parent); ``overview``: every parent, plus every leaf
+    that no report one level up covers: a leaf with no parent (a forest's top level, e.g. an imported GraphRAG
+    index) or whose parent is above level 1 (the leaf sits beside a sibling that has children of its own).
+
+    Such a leaf has no coarse report of its own: in a forest nothing covers it, and a report two or more
+    levels up keeps only a few of its children's findings (``max_findings``, shared by all of them), so
+    without it overview would not cover the corpus, and on a ragged, shallow tree (a root over a few
+    parents and many leaves) it would be too few reports for an adaptive scan to choose among. On a tree
+    whose leaves all sit at the same depth, overview is exactly the parents.
 
     >>> from crux_nb.community import Report
-    >>> units = [Report("root", 1, None, "R", ""), Report("a", 0, "root", "A", ""), Report("b", 0, "root", "B", "")]
-    >>> [u.community_id for u in select_detail(units, "overview")]
-    ['root']
-    >>> [u.community_id for u in select_detail(units, "detailed")]
-    ['a', 'b']
+    >>> tree = [Report("root", 2, None, "", ""), Report("p", 1, "root", "", ""),
+    ...         Report("p-leaf", 0, "p", "", ""), Report("top-leaf", 0, "root", "", "")]
+    >>> [u.community_id for u in select_detail(tree, "overview")], [u.community_id for u in select_detail(tree, "detailed")]
+    (['top-leaf', 'p', 'root'], ['p-leaf', 'top-leaf'])
     """
     parents = {u.parent_id for u in units if u.parent_id is not None}
-    chosen = [u for u in units if (u.community_id in parents) == (detail == "overview")]
+    if detail != "overview":
+        return sorted((u for u in units if u.community_id not in parents), key=lambda u: (u.level, u.community_id))
+    level = {u.community_id: u.level for u in units}
+    chosen = [u for u in units if u.community_id in parents or u.parent_id is None or level.get(u.parent_id, 0) >= 2]
     return sorted(chosen, key=lambda u: (u.level, u.community_id))
 
 
