@@ -26,6 +26,7 @@ same communities whatever the input row order.
 from __future__ import annotations
 
 from collections import Counter
+from operator import itemgetter
 from dataclasses import dataclass
 from typing import Literal, Sequence
 
@@ -33,7 +34,7 @@ import numpy as np
 
 from .._hashing import json_hash, json_strings
 from .graph_input import CommunityGraph
-from .leaves import Arrays, Splitter, attach_chunkless, canonical, group_links, igraph_of, leiden, to_arrays
+from .leaves import Arrays, Splitter, attach_chunkless, bare_graph, canonical, group_links, igraph_of, leiden, seeded, to_arrays
 from .tree import Node, TreeBuilder
 
 #: Estimated report input characters per leaf community (upstream's 24,000): a leaf over it is split again.
@@ -87,19 +88,26 @@ def cluster(graph: CommunityGraph, *, resolution: float = 1.0, seed: int = 0, bu
     """
     if graph.chunk_count == 0:
         return []
+    with seeded(seed):  # one generator for every Leiden call below, re-seeded per call
+        return _cluster(graph, resolution=resolution, seed=seed, budget=budget, max_children=max_children,
+                        previous=previous, engine=engine)
+
+
+def _cluster(graph: CommunityGraph, *, resolution: float, seed: int, budget: int, max_children: int,
+             previous: Sequence[Community] | None, engine: Engine) -> list[Community]:
     a = to_arrays(graph)
-    g = igraph_of(a)
-    splitter = Splitter(g, a, resolution=resolution, seed=seed, budget=budget)
+    splitter = Splitter(a, resolution=resolution, seed=seed, budget=budget)
     prev_leaves = [c for c in previous or () if not c.child_ids]
     if prev_leaves:
         init, fixed = _previous_membership(a, prev_leaves)
-        labels = _replace(g, a, init, fixed, resolution=resolution, seed=seed, engine=engine)
+        labels = _replace(igraph_of(a), a, init, fixed, resolution=resolution, seed=seed, engine=engine)
         labels = attach_chunkless(labels, a.is_chunk, a.src, a.dst, a.weight)
         labels = _keep_old_apart(labels, init, fixed, a, budget)
         keep = _unchanged_groups(labels, init, prev_leaves, a)
         leaves = splitter.leaves(labels, only=set(range(int(labels.max()) + 1)) - keep)
     else:
-        labels = attach_chunkless(leiden(g, resolution, seed), a.is_chunk, a.src, a.dst, a.weight)
+        labels = attach_chunkless(leiden(bare_graph(a.n, a.src, a.dst), resolution, seed, weights=a.weight.tolist()),
+                                  a.is_chunk, a.src, a.dst, a.weight)
         leaves = splitter.leaves(labels)
     builder = _builder(a, leaves, resolution=resolution, seed=seed, max_children=max_children)
     if prev_leaves and any(c.child_ids for c in previous):
@@ -272,16 +280,17 @@ def _unbalanced(builder: TreeBuilder, kids: list[Node]) -> bool:
 
 def _flatten(a: Arrays, leaves: list[np.ndarray], root: Node) -> list[Community]:
     out: list[Community | None] = []
-    names_of = np.asarray(a.names, dtype=object)
-    encoded = np.asarray(json_strings(list(a.names)), dtype=object)
+    encoded = json_strings(list(a.names))
     first_entity = int(np.argmin(a.is_chunk)) if not a.is_chunk.all() else a.n
     ordered = not a.is_chunk[first_entity:].any()  # sorted names: every chunk before every entity
 
     def walk(node: Node, parent_id: str | None) -> str:
-        members = np.sort(np.concatenate([leaves[k] for k in node.leaves]))
-        names = names_of[members].tolist()  # node names are sorted, so these are too
+        members = np.sort(np.concatenate([leaves[k] for k in node.leaves]), kind="stable")  # merges sorted runs
+        idx = members.tolist()
+        pick = itemgetter(*idx) if len(idx) > 1 else (lambda seq: (seq[idx[0]],))  # a tuple either way
+        names = pick(a.names)  # node names are sorted, so these are too
         level = node.level  # the id is stable_hash({"members": names, "level": level}), assembled faster
-        body = '","'.join(encoded[members].tolist())
+        body = '","'.join(pick(encoded))
         cid = "c-" + json_hash('{"level":%d,"members":["%s"]}' % (level, body), length=12)
         kind = "root" if parent_id is None else ("parent" if node.children else "leaf")
         index = len(out)
@@ -289,7 +298,7 @@ def _flatten(a: Arrays, leaves: list[np.ndarray], root: Node) -> list[Community]
         child_ids = tuple(walk(child, cid) for child in node.children)
         if ordered:
             cut = int(np.searchsorted(members, first_entity))
-            chunks, entities = tuple(names[:cut]), tuple(names[cut:])
+            chunks, entities = names[:cut], names[cut:]
         else:
             flags = a.is_chunk[members].tolist()
             chunks = tuple(n for n, c in zip(names, flags) if c)

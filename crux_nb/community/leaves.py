@@ -7,10 +7,12 @@ row order of its links, and no per-node Python structure is built.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import heapq
+import operator
 import random
-from itertools import chain
+from itertools import chain, islice
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -40,12 +42,27 @@ def to_arrays(graph) -> Arrays:
     links = np.fromiter(chain.from_iterable(graph.links), dtype=np.float64, count=3 * len(graph.links)).reshape(-1, 3)
     i, j = links[:, 0].astype(np.int64), links[:, 1].astype(np.int64)
     lo, hi = np.minimum(i, j), np.maximum(i, j)
-    keys, inverse = np.unique(lo * n + hi, return_inverse=True)  # sorted: row order never matters
-    weight = np.bincount(inverse, weights=links[:, 2], minlength=len(keys))
-    keep = (keys // n) != (keys % n)
-    keys, weight = keys[keep], weight[keep]
-    is_chunk = np.fromiter((name.startswith("chunk:") for name in graph.nodes), dtype=bool, count=n)
-    return Arrays(n, keys // n, keys % n, weight, np.asarray(graph.sizes, dtype=np.int64), is_chunk, graph.nodes)
+    keys = lo * n + hi
+    if len(keys) > 1 and bool((keys[1:] > keys[:-1]).all()):  # already sorted and distinct (the usual input)
+        weight = np.ascontiguousarray(links[:, 2])
+    else:
+        keys, inverse = np.unique(keys, return_inverse=True)  # sorted: row order never matters
+        weight = np.bincount(inverse, weights=links[:, 2], minlength=len(keys))
+    src, dst = keys // n, keys % n
+    keep = src != dst
+    if not keep.all():
+        src, dst, weight = src[keep], dst[keep], weight[keep]
+    return Arrays(n, src, dst, weight, np.asarray(graph.sizes, dtype=np.int64), chunk_flags(graph.nodes), graph.nodes)
+
+
+def chunk_flags(names: tuple[str, ...]) -> np.ndarray:
+    """Whether each node is a chunk: in sorted names (the usual input) the ``chunk:`` names are one run,
+    found by bisection; otherwise name by name."""
+    if all(map(operator.le, names, islice(names, 1, None))):
+        flags = np.zeros(len(names), dtype=bool)
+        flags[bisect.bisect_left(names, "chunk:"):bisect.bisect_left(names, "chunk;")] = True  # ';' follows ':'
+        return flags
+    return np.fromiter((name.startswith("chunk:") for name in names), dtype=bool, count=len(names))
 
 
 def igraph_of(a: Arrays):
@@ -64,39 +81,77 @@ def graph_of(n: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarray):
     return g
 
 
+def bare_graph(n: int, src: np.ndarray, dst: np.ndarray):
+    """An igraph graph without attributes (for one Leiden call given its weights as a list): no
+    ``Graph`` wrapper or attribute table to set up, which dominates on the small graphs of the tree."""
+    import igraph as ig
+
+    return ig.GraphBase(n, list(zip(src.tolist(), dst.tolist())))
+
+
+_ACTIVE: list[random.Random] = []  # the generator installed by the innermost ``seeded``
+
+
 @contextlib.contextmanager
 def seeded(seed: int) -> Iterator[None]:
     """Run igraph with its own seeded RNG and put the caller's global RNG state back afterwards
-    (igraph's Leiden draws from Python's ``random`` unless told otherwise)."""
+    (igraph's Leiden draws from Python's ``random`` unless told otherwise). Inside it, every
+    ``leiden`` call re-seeds the installed generator instead of installing a new one."""
     import igraph as ig
 
     state = random.getstate()
-    ig.set_random_number_generator(random.Random(seed))
+    rng = random.Random(seed)
+    ig.set_random_number_generator(rng)
+    _ACTIVE.append(rng)
     try:
         yield
     finally:
-        ig.set_random_number_generator(random)
+        _ACTIVE.pop()
+        ig.set_random_number_generator(_ACTIVE[-1] if _ACTIVE else random)
         random.setstate(state)
 
 
-def leiden(g, resolution: float, seed: int, *, initial: np.ndarray | None = None, iterations: int = 2) -> np.ndarray:
-    """Leiden (modularity, seeded, ``iterations`` iterations) membership of igraph graph ``g``, labels
-    renumbered by first occurrence so equal partitions compare equal."""
+def leiden(g, resolution: float, seed: int, *, initial: np.ndarray | None = None, iterations: int = 2,
+           weights: list[float] | None = None) -> np.ndarray:
+    """Leiden (modularity, seeded, ``iterations`` iterations) membership of igraph graph ``g`` (edge
+    weights: ``weights``, else its ``weight`` attribute), labels renumbered by first occurrence so
+    equal partitions compare equal."""
+    if not _ACTIVE:
+        with seeded(seed):
+            return leiden(g, resolution, seed, initial=initial, iterations=iterations, weights=weights)
     import igraph as ig
 
-    with seeded(seed):
-        membership, _ = ig.GraphBase.community_leiden(
-            g, edge_weights="weight" if g.ecount() else None, resolution=resolution, normalize_resolution=True,
-            beta=0.01, n_iterations=iterations, initial_membership=None if initial is None else initial.tolist())
+    _ACTIVE[-1].seed(seed)  # the same stream as a fresh ``random.Random(seed)``
+    if weights is None and g.ecount():
+        weights = "weight"
+    membership, _ = ig.GraphBase.community_leiden(
+        g, edge_weights=weights if g.ecount() else None, resolution=resolution, normalize_resolution=True,
+        beta=0.01, n_iterations=iterations, initial_membership=None if initial is None else initial.tolist())
     return canonical(np.asarray(membership, dtype=np.int64))
 
 
 def canonical(labels: np.ndarray) -> np.ndarray:
-    """Labels renumbered 0.. in order of first occurrence."""
-    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
-    rank = np.empty(len(first), dtype=np.int64)
-    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
-    return rank[inverse]
+    """Labels (non-negative integers) renumbered 0.. in order of first occurrence (no sort of the labels:
+    each label's first position, then the order of those)."""
+    n = len(labels)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    k = int(labels.max()) + 1
+    first = np.full(k, n, dtype=np.int64)
+    np.minimum.at(first, labels, np.arange(n))
+    order = np.argsort(first, kind="stable")[: int(np.count_nonzero(first < n))]
+    rank = np.empty(k, dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return rank[labels]
+
+
+def runs(order: np.ndarray, keys: np.ndarray) -> list[np.ndarray]:
+    """``order`` cut where the (sorted) ``keys`` change: ``np.split`` without its per-piece overhead."""
+    cuts = [0, *(np.flatnonzero(keys[1:] != keys[:-1]) + 1).tolist(), len(order)]
+    return [order[lo:hi] for lo, hi in zip(cuts, cuts[1:])] if len(order) else [order]
+
+
+_DENSE_PAIRS = 1 << 16  # group pairs counted in a dense table below this many, sorted otherwise
 
 
 def group_links(labels: np.ndarray, src: np.ndarray, dst: np.ndarray, weight: np.ndarray, k: int):
@@ -104,6 +159,11 @@ def group_links(labels: np.ndarray, src: np.ndarray, dst: np.ndarray, weight: np
     a, b = labels[src], labels[dst]
     cross = a != b
     lo, hi = np.minimum(a[cross], b[cross]), np.maximum(a[cross], b[cross])
+    if k * k <= _DENSE_PAIRS:  # a table of every pair: sorted keys without sorting, weights summed in input order
+        key = lo * k + hi
+        present = np.flatnonzero(np.bincount(key, minlength=k * k))
+        total = np.bincount(key, weights=weight[cross], minlength=k * k)[present]
+        return present // k, present % k, total
     keys, inverse = np.unique(lo * k + hi, return_inverse=True)
     return keys // k, keys % k, np.bincount(inverse, weights=weight[cross], minlength=len(keys))
 
@@ -127,11 +187,11 @@ def attach_chunkless(labels: np.ndarray, is_chunk: np.ndarray, src, dst, weight)
 
 
 class Splitter:
-    """Splits over-budget groups on their own subgraphs (igraph ``induced_subgraph``, C) until every
+    """Splits over-budget groups on their own subgraphs (built from the group's links) until every
     leaf fits; the groups of a split are packed back together up to the budget."""
 
-    def __init__(self, g, a: Arrays, *, resolution: float, seed: int, budget: int):
-        self.g, self.a = g, a
+    def __init__(self, a: Arrays, *, resolution: float, seed: int, budget: int):
+        self.a = a
         self.resolution, self.seed, self.budget = resolution, seed, budget
 
     def fits(self, members: np.ndarray) -> bool:
@@ -145,7 +205,7 @@ class Splitter:
     def leaves(self, labels: np.ndarray, only: set[int] | None = None) -> list[np.ndarray]:
         """Leaf member arrays (sorted) for every group of ``labels`` (``only``: split just these groups)."""
         order = np.argsort(labels, kind="stable")
-        groups = np.split(order, np.flatnonzero(np.diff(labels[order])) + 1)
+        groups = runs(order, labels[order])
         out: list[np.ndarray] = []
         todo = [k for k, group in enumerate(groups) if only is None or int(labels[group[0]]) in only]
         for k in set(range(len(groups))) - set(todo):
@@ -161,11 +221,15 @@ class Splitter:
             out.append(members)
             return
         src, dst, weight = links
-        sub = self.g.induced_subgraph(members.tolist())  # keeps the ascending vertex order
+        # the subgraph igraph's ``induced_subgraph`` would give (vertices ascending, edges by (dst, src)),
+        # built from the links at hand instead of from the whole graph
+        order = np.lexsort((src, dst))
+        sub, sub_weights = bare_graph(len(members), src[order], dst[order]), weight[order].tolist()
         is_chunk = self.a.is_chunk[members]
         resolution = self.resolution
         for _ in range(_MAX_DOUBLINGS):
-            local = attach_chunkless(leiden(sub, resolution, self.seed), is_chunk, src, dst, weight)
+            local = attach_chunkless(leiden(sub, resolution, self.seed, weights=sub_weights), is_chunk, src, dst,
+                                     weight)
             if local.max() > 0:
                 break
             resolution *= 2
@@ -185,28 +249,34 @@ class Splitter:
         gsize = np.bincount(local, weights=sizes, minlength=k).astype(np.int64).tolist()
         a, b, w = group_links(local, src, dst, weight, k)
         links: list[dict[int, float]] = [{} for _ in range(k)]
-        for x, y, v in zip(a.tolist(), b.tolist(), w.tolist()):
+        xs, ys, ws = a.tolist(), b.tolist(), w.tolist()
+        for x, y, v in zip(xs, ys, ws):
             links[x][y] = v
             links[y][x] = v
         owner = list(range(k))
         alive = [True] * k
-        heap = [(-v, x, y) for x, y, v in zip(a.tolist(), b.tolist(), w.tolist())]
+        budget = self.budget
+        heap = [(-v, x, y) for x, y, v in zip(xs, ys, ws)]
         heapq.heapify(heap)
+        pop, push = heapq.heappop, heapq.heappush
         while heap:
-            neg, x, y = heapq.heappop(heap)
-            if not (alive[x] and alive[y]) or links[x].get(y) != -neg or gsize[x] + gsize[y] > self.budget:
-                continue  # merged away, an outdated weight, or too big (sizes only grow: it never will fit)
+            neg, x, y = pop(heap)
+            if not (alive[x] and alive[y]) or gsize[x] + gsize[y] > budget or links[x].get(y) != -neg:
+                continue  # merged away, too big (sizes only grow: it never will fit), or an outdated weight
             alive[y] = False
             gsize[x] += gsize[y]
             owner[y] = x
+            lx = links[x]
             for z, v in links[y].items():
                 if z == x:
                     continue
-                links[x][z] = links[x].get(z, 0.0) + v
-                links[z][x] = links[x][z]
-                links[z].pop(y, None)
-                heapq.heappush(heap, (-links[x][z], min(x, z), max(x, z)))
-            links[x].pop(y, None)
+                lz = links[z]
+                total = lx.get(z, 0.0) + v
+                lx[z] = total
+                lz[x] = total
+                del lz[y]
+                push(heap, (-total, x, z) if x < z else (-total, z, x))
+            lx.pop(y, None)
             links[y] = {}
         root = np.asarray([_find(owner, x) for x in range(k)], dtype=np.int64)
         merged = canonical(root[local])
@@ -224,7 +294,7 @@ class Splitter:
             bin_of.append(current)
         bins = np.asarray(bin_of, dtype=np.int64)[labels]
         order = np.argsort(bins, kind="stable")  # ascending nodes within each bin
-        return np.split(order, np.flatnonzero(np.diff(bins[order])) + 1)
+        return runs(order, bins[order])
 
     def _bisect(self, members: np.ndarray, src, dst, weight) -> np.ndarray:
         """Chunks halved in name order; every other node joins the half it links to most."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .leaves import canonical, graph_of, group_links, leiden
+from .leaves import bare_graph, canonical, group_links, leiden, runs
 
 _MAX_ROUNDS = 12
 
@@ -75,7 +75,7 @@ class TreeBuilder:
             if k <= self.max_children:
                 break
             a, b, w = group_links(labels, src, dst, weight, k)
-            merged = leiden(graph_of(k, a, b, w), resolution, self.seed, iterations=1)
+            merged = leiden(bare_graph(k, a, b), resolution, self.seed, iterations=1, weights=w.tolist())
             group_chunks = np.bincount(merged, weights=np.bincount(labels, weights=sizes, minlength=k))
             group_count = np.bincount(merged)
             too_big = (group_chunks > cap) & (group_count > 1)
@@ -123,4 +123,4 @@ class TreeBuilder:
             w[:, y] = 0.0
         final = canonical(owner[labels])
         order = np.argsort(final, kind="stable")
-        return [np.sort(leaves_part) for leaves_part in np.split(order, np.flatnonzero(np.diff(final[order])) + 1)]
+        return [np.sort(leaves_part) for leaves_part in runs(order, final[order])]
