@@ -8,7 +8,7 @@ Every benchmark writes a Markdown report ``bench/out/<name>[_small].md`` and a s
 ``bench/out/<name>[_small].summary.json`` (see ``_common.write_summary``). RESULTS.md holds the
 run status, the machine and versions, a "Targets at a glance" table built from all summaries
 (one row per measure), plots (``bench/plots/*.png``, ``*_small.png`` in small mode) and then
-every benchmark's own report.
+every benchmark's own report, then ``bench/HISTORY.md`` (before/after notes of past changes, kept by hand).
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ BENCHMARKS = [
     ("BM25 index after a small change: incremental per source vs a full rebuild", "lexical_incremental.py", "lexical_incremental"),
 ]
 PLOTS_DIR = BENCH_DIR / "plots"
+HISTORY = BENCH_DIR / "HISTORY.md"  # hand-kept before/after notes, appended to RESULTS.md
 VERSIONS = ["pandas", "numpy", "pyarrow", "igraph", "leidenalg", "networkx", "graspologic-native", "bm25s",
             "matplotlib", "crux_nb"]
 _CONDITION = re.compile(r"^(ours|ratio)\s*(<=|>=|==|<|>)\s*([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)(?:\s*\(.*\))?$")
@@ -340,6 +341,9 @@ def main(argv: list[str] | None = None) -> int:
         for caption, path in plots:
             rel = Path(os.path.relpath(path.resolve(), args.results.resolve().parent)).as_posix()
             head += [f"![{caption}]({rel})", ""]
+    if HISTORY.is_file() and not args.small:  # before/after notes of past changes, kept by hand
+        notes = HISTORY.read_text(encoding="utf-8")
+        sections.append("#" + notes if notes.startswith("# ") else notes)  # its title one level down, as a section
     args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text("\n".join(head) + "\n" + "\n".join(sections), encoding="utf-8")
     print(f"written to {args.results}" + "".join(f"\nplot: {p}" for _, p in plots))
