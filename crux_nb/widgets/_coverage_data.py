@@ -77,9 +77,9 @@ class CoverageFinding:
     >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
     >>> finding = coverage_data(result).findings[1]
     >>> finding.rank, finding.statement, finding.resolution
-    (2, 'Priya Raman leads the Platform team.', 'verified')
+    (2, 'The Platform team runs Atlas.', 'verified')
     >>> [c.statement for c in finding.cited], finding.cited_communities == (finding.community_id,)
-    (['Priya Raman leads the Platform team.'], True)
+    (['The Platform team runs Atlas.'], True)
     """
 
     rank: int
@@ -111,9 +111,9 @@ class CoverageData:
     >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
     >>> data = coverage_data(result)
     >>> data.coverage, data.available["reports"], data.processed["reports"], len(data.batches)
-    ('exact', 2, 2, 1)
+    ('exact', 1, 1, 1)
     >>> [data.status(cid) for cid in data.tree_order()], data.call_counts()["map"]
-    (['unread', 'mapped', 'mapped'], 1)
+    (['mapped', 'unread', 'unread'], 1)
     """
 
     step_id: str
@@ -162,7 +162,7 @@ class CoverageData:
         >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
         >>> data = coverage_data(result)
         >>> data.find(result.hits[1].citation.finding_target).statement, data.find("finding:0000")
-        ('Priya Raman leads the Platform team.', None)
+        ('The Platform team runs Atlas.', None)
         """
         for f in self.findings:
             if f.target == target:
@@ -224,8 +224,8 @@ class CoverageData:
         >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
         >>> data = coverage_data(kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?"))
         >>> root, leaf, other = data.tree_order()
-        >>> data.batch_of(root), data.batch_of(leaf).index, data.batch_of(leaf) is data.batch_of(other)
-        (None, 0, True)
+        >>> data.batch_of(root).index, data.batch_of(leaf), data.batch_of(other)  # overview: the root's report
+        (0, None, None)
         """
         return self._lookup["batches"].get(community_id)
 
@@ -256,7 +256,7 @@ class CoverageData:
         >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
         >>> data = coverage_data(kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?"))
         >>> [(data.title(c), data.status(c)) for c in data.tree_order()][:2]
-        [('Platform and Atlas; Beacon and Priya Raman', 'unread'), ('Platform and Atlas', 'mapped')]
+        [('Platform and Atlas; Beacon and Priya Raman', 'mapped'), ('Platform and Atlas', 'unread')]
         """
         if community_id in self._lookup["excluded"]:
             return "excluded"
@@ -340,7 +340,7 @@ class CoverageData:
         >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
         >>> coverage_data(result).to_frame("batch")[["batch", "prompt_id", "reports", "findings", "calls", "ok"]]
            batch             prompt_id  reports  findings  calls    ok
-        0      1  globalSearch:batch:1        2         4      1  True
+        0      1  globalSearch:batch:1        1         4      1  True
         """
         return coverage_frame(self, by)
 

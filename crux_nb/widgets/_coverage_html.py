@@ -74,7 +74,7 @@ def coverage_svg(data: CoverageData, selected: CoverageFinding | None = None) ->
     >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
     >>> svg = coverage_svg(coverage_data(result))
     >>> svg.startswith("<svg"), svg.count('data-status="mapped"'), svg.count('data-status="unread"')
-    (True, 2, 1)
+    (True, 1, 2)
     """
     on = set(selected.cited_communities) if selected is not None else set()
     return tree_svg(coverage_nodes(data), STATUS_COLORS, on=on, css="crux-hierarchy-svg",

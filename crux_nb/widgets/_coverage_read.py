@@ -193,7 +193,7 @@ def coverage_data(result: Any, *, kb: Any = None) -> CoverageData:
     >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
     >>> data = coverage_data(result, kb=kb)
     >>> data.step_id, data.query, [f.statement for f in data.findings]
-    ('global-search', 'What does the Platform team do?', ['The Platform team runs Atlas.', 'Priya Raman leads the Platform team.'])
+    ('global-search', 'What does the Platform team do?', ['Priya Raman leads the Platform team.', 'The Platform team runs Atlas.'])
     >>> coverage_data(result.trace).has_hits, len(coverage_data(result.trace.to_dict()).units)  # a trace: no hits
     (False, 3)
     """

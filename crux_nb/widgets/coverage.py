@@ -47,9 +47,9 @@ class CoverageView(SelectionView):
     >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
     >>> view = CoverageView(result, kb=kb)
     >>> view
-    CoverageView(step='global-search', coverage='exact', findings=2, reports=2/2, batches=1, calls=1)
+    CoverageView(step='global-search', coverage='exact', findings=2, reports=1/1, batches=1, calls=1)
     >>> view.selected.statement, view.selected.supports, view.selected.resolution
-    ('The Platform team runs Atlas.', ('chunk:ops.md:c0000',), 'verified')
+    ('Priya Raman leads the Platform team.', ('chunk:team.md:c0000',), 'verified')
     """
 
     selected_id = traitlets.Unicode(None, allow_none=True, help="finding target of the selected finding hit")
@@ -149,16 +149,16 @@ class CoverageView(SelectionView):
         >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
         >>> view = CoverageView(result, kb=kb)
         >>> view.to_frame()[["rank", "score", "statement", "resolution"]]
-           rank   score                             statement resolution
-        0     1  1.0000         The Platform team runs Atlas.   verified
-        1     2  0.9072  Priya Raman leads the Platform team.   verified
+           rank  score                             statement resolution
+        0     1    1.0  Priya Raman leads the Platform team.   verified
+        1     2    1.0         The Platform team runs Atlas.   verified
         >>> view.to_frame("community")[["level", "title", "status", "findings"]]
            level                                       title  status  findings
-        0      1  Platform and Atlas; Beacon and Priya Raman  unread         4
-        1      0                          Platform and Atlas  mapped         2
-        2      0                      Beacon and Priya Raman  mapped         2
+        0      1  Platform and Atlas; Beacon and Priya Raman  mapped         4
+        1      0                          Platform and Atlas  unread         2
+        2      0                      Beacon and Priya Raman  unread         2
         >>> view.to_frame("support")["text"].tolist()
-        ['The Platform team runs Atlas.', 'Priya Raman leads the Platform team.']
+        ['Priya Raman leads the Platform team.', 'The Platform team runs Atlas.']
         """
         return self._data.to_frame(by)
 
