@@ -18,6 +18,7 @@ retrieve(): parameter 'limit' must be an integer >= 1; got 0.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,7 +27,7 @@ from .errors import ParameterError
 #: The knowledge-model tasks, in protocol order (one list for the protocol, the config and the steps).
 MODEL_TASKS: tuple[str, ...] = ("extract", "write_report", "map_findings", "rate")
 
-__all__ = ["MODEL_TASKS", "check_choice", "check_int", "check_model", "check_name", "check_number"]
+__all__ = ["MODEL_TASKS", "check_choice", "check_int", "check_model", "check_name", "check_number", "check_positive"]
 
 
 def check_int(owner: str, name: str, value: Any, *, minimum: int) -> int:
@@ -57,6 +58,26 @@ def check_number(owner: str, name: str, value: Any, *, minimum: float, maximum: 
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not minimum <= value <= maximum:
         raise ParameterError(owner, name, f"a number from {minimum} to {maximum}", value)
     return value
+
+
+def check_positive(owner: str, name: str, value: Any) -> float:
+    """A positive finite real number (no bools; an int beyond float range is not finite); returned as ``float``.
+
+    Examples
+    --------
+    >>> check_positive("communities()", "resolution", 2)
+    2.0
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not _finite(value) or value <= 0:
+        raise ParameterError(owner, name, "a positive finite number", value)
+    return float(value)
+
+
+def _finite(number: int | float) -> bool:
+    try:
+        return math.isfinite(number)
+    except OverflowError:  # an int beyond float range
+        return False
 
 
 def check_choice(owner: str, name: str, value: Any, choices: Sequence[str]) -> str:

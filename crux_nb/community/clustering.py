@@ -19,9 +19,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..errors import ParameterError
-from ..validation import check_choice, check_int
+from ..validation import check_choice, check_int, check_positive
 from .cluster import LEAF_BUDGET, MAX_CHILDREN, Community, cluster
-from .config import INCREMENTAL_ENGINE, INCREMENTAL_ENGINES, _finite
+from .config import INCREMENTAL_ENGINE, INCREMENTAL_ENGINES
 from .graph_input import CommunityGraph, build_graph
 
 __all__ = ["community_graph", "cluster_graph"]
@@ -115,9 +115,7 @@ def cluster_graph(graph: CommunityGraph, *, resolution: float = 1.0, seed: int =
     owner = "cluster_graph()"
     if not isinstance(graph, CommunityGraph):
         raise ParameterError(owner, "graph", "a CommunityGraph (crux_nb.community.community_graph(kb))", graph)
-    if (isinstance(resolution, bool) or not isinstance(resolution, (int, float)) or not _finite(resolution)
-            or resolution <= 0):
-        raise ParameterError(owner, "resolution", "a positive finite number", resolution)
+    resolution = check_positive(owner, "resolution", resolution)
     seed = check_int(owner, "seed", seed, minimum=0)
     budget = check_int(owner, "budget", budget, minimum=1)
     max_children = check_int(owner, "max_children", max_children, minimum=2)
@@ -129,5 +127,5 @@ def cluster_graph(graph: CommunityGraph, *, resolution: float = 1.0, seed: int =
         if not ok or not all(isinstance(c, Community) for c in tree):
             raise ParameterError(owner, "previous", "None or a sequence of Community (kb.communities.records())",
                                  previous)
-    return cluster(graph, resolution=float(resolution), seed=seed, budget=budget, max_children=max_children,
+    return cluster(graph, resolution=resolution, seed=seed, budget=budget, max_children=max_children,
                    previous=tree, engine=engine)

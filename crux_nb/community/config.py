@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 from .._hashing import stable_hash
 from ..errors import ParameterError
-from ..validation import MODEL_TASKS, check_choice, check_model
+from ..validation import MODEL_TASKS, check_choice, check_model, check_positive
 from .cluster import LEAF_BUDGET, MAX_CHILDREN
 
 # v2: two Leiden iterations per call (igraph default), not to convergence;
@@ -50,15 +49,13 @@ class CommunitiesConfig:
         check_model(owner, self.model, hint="Communities require a knowledge model.")
         if not isinstance(self.id, str) or not self.id.strip() or ":" in self.id:
             raise ParameterError(owner, "id", "a non-empty string without ':'", self.id)
-        r = self.resolution
-        if isinstance(r, bool) or not isinstance(r, (int, float)) or not _finite(r) or r <= 0:
-            raise ParameterError(owner, "resolution", "a positive finite number", r)
+        resolution = check_positive(owner, "resolution", self.resolution)
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise ParameterError(owner, "seed", "a non-negative integer", self.seed)
         if isinstance(self.max_children, bool) or not isinstance(self.max_children, int) or self.max_children < 2:
             raise ParameterError(owner, "max_children", "an integer >= 2", self.max_children)
         check_choice(owner, "incremental_engine", self.incremental_engine, INCREMENTAL_ENGINES)
-        object.__setattr__(self, "resolution", float(r))
+        object.__setattr__(self, "resolution", resolution)
 
     @property
     def strategy_fingerprint(self) -> str:
@@ -74,13 +71,6 @@ class CommunitiesConfig:
         engine = "" if engine == INCREMENTAL_ENGINE else f", incremental_engine={engine!r}"
         return (f"communities(model={self.model.name!r}, id={self.id!r}, resolution={self.resolution}, "
                 f"seed={self.seed}{engine})")
-
-
-def _finite(number: int | float) -> bool:
-    try:
-        return math.isfinite(number)
-    except OverflowError:  # an int beyond float range
-        return False
 
 
 def communities(*, model: Any, id: str = "communities", resolution: float = 1.0, seed: int = 0,
