@@ -24,10 +24,10 @@ import pandas as pd
 from ..community import Finding, Report
 from ..retrieval.globalsearch.descent import Batch, Rating
 from ..refs import encode_ref, is_ref
-from ._coverage_rows import FRAME_COLUMNS, STATUS_LABELS, STATUSES, coverage_frame, coverage_nodes
+from ._coverage_rows import coverage_frame, coverage_nodes
 from .layout import tree_layout
 
-__all__ = ["CoverageData", "CoverageFinding", "CallInfo", "STATUSES", "STATUS_LABELS", "FRAME_COLUMNS", "coverage_nodes"]
+__all__ = ["CoverageData", "CoverageFinding", "CallInfo"]
 
 STEP_KIND = "global-search"
 OWNER = "CoverageView()"

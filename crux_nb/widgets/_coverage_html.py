@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..display.html import STYLE, clip, esc
-from ._coverage_data import STATUS_LABELS, STATUSES, CoverageData, CoverageFinding, coverage_nodes
+from ._coverage_data import CoverageData, CoverageFinding
+from ._coverage_rows import STATUS_LABELS, STATUSES, coverage_nodes
 from .layout import TreeNode, legend_html, plural as _plural, tree_layout, tree_svg
 
 __all__ = ["COVERAGE_STYLE", "TreeNode", "tree_layout", "tree_svg", "coverage_svg", "header_html", "overview_html",
