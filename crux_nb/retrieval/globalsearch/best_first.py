@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ...community import Report
+from .units import select_detail
 
 THRESHOLD = 50
 MAX_CALLS = 32
@@ -162,8 +163,8 @@ def descend(units: list[Report], rate: Callable[[list[Report], int], dict[str, f
     """Best-first rated descent (see the module docstring); returns (selected ids, trace, truncations).
 
     ``rate(batch_units, call_index) -> {community_id: rating}`` makes one model call per batch. With
-    ``leaves=False`` (overview, which maps parents only) leaves are neither rated nor mapped; ``mappable`` (the
-    ids the detail maps, :func:`~.units.select_detail`) overrides that rule. Only mappable units and their
+    ``leaves=False`` the units overview maps are the mappable ones, else the leaves (both as
+    :func:`~.units.select_detail` chooses them); ``mappable`` (ids) overrides that. Only mappable units and their
     ancestors are rated.
     ``rating_cost(batch_units)`` measures a rating call against the budget (default: title + summary
     characters; the step passes the call's real input size).
@@ -171,9 +172,8 @@ def descend(units: list[Report], rate: Callable[[list[Report], int], dict[str, f
     by_parent: dict[str | None, list[Report]] = {}
     for u in units:
         by_parent.setdefault(u.parent_id, []).append(u)
-    if mappable is None:
-        parents = set(by_parent) - {None}
-        mappable = {u.community_id for u in units if (u.community_id in parents) != leaves}
+    if mappable is None:  # what the detail maps: one rule, select_detail's
+        mappable = {u.community_id for u in select_detail(units, "detailed" if leaves else "overview")}
     wanted = _with_ancestors(units, mappable)  # only a mappable unit or the way to one is worth a rating
     by_parent = {p: [u for u in kids if u.community_id in wanted] for p, kids in by_parent.items()}
     st = _State(threshold, budget, max_calls, fallback, prior or {}, mappable,
