@@ -13,7 +13,9 @@ expanded run are BM25's and Recall@2 of an expanded run equals BM25's by constru
 * ``BM25(3) + expand(2) upstream``: ``expand_relations(limit=2, ranking="upstream")`` (all edge types,
   depth 1, free entity hops: upstream's traversal and order);
 * ``BM25(3) + expand(2) relevance``: ``expand_relations(limit=2)``, the default ranking;
-* ``BM25(1) + expand(1) relevance``: a Recall@2 view of the relevance ranking.
+* ``BM25(1) + expand(1) relevance``: a Recall@2 view of the relevance ranking;
+* ``depth 2`` rows: the default at depth 2 (hop damping 0.01, read floor 1/fan_out), then with every
+  hop weighed alike (``damping=1``) and with every node read (``min_share=0``).
 
 Recall@k: the share of a question's gold passages among the first k hits, averaged over questions
 (HippoRAG's definition). Targets: the default beats BM25(5) on every sample by at least 3 points of
@@ -52,6 +54,9 @@ PUBLISHED = {
                  "HippoRAG 2": (None, 96.3), "BM25 (HippoRAG 2 paper)": (None, 74.8)},
 }
 BASELINE = "BM25(5)"
+DEPTH2 = "BM25(3) + expand(2) relevance, depth 2"
+DEPTH2_UNDAMPED = "BM25(3) + expand(2) relevance, depth 2, damping=1 (every hop alike)"
+DEPTH2_FULL = "BM25(3) + expand(2) relevance, depth 2, min_share=0 (every node read)"
 DEFAULT = "BM25(3) + expand(2) relevance [default]"
 CONFIGS = {
     BASELINE: lambda: [retrieve(limit=5)],
@@ -59,6 +64,10 @@ CONFIGS = {
     DEFAULT: lambda: [retrieve(limit=3), expand_relations(limit=2)],
     "BM25(2)": lambda: [retrieve(limit=2)],
     "BM25(1) + expand(1) relevance": lambda: [retrieve(limit=1), expand_relations(limit=1)],
+    # depth 2: the default (hop damping 0.01, read floor 1/fan_out) against each of them turned off
+    DEPTH2: lambda: [retrieve(limit=3), expand_relations(limit=2, depth=2)],
+    DEPTH2_UNDAMPED: lambda: [retrieve(limit=3), expand_relations(limit=2, depth=2, damping=1)],
+    DEPTH2_FULL: lambda: [retrieve(limit=3), expand_relations(limit=2, depth=2, min_share=0)],
 }
 # a dense leg (StaticEmbedder) beside BM25, and query entity seeds from its embeddings (expand_relations(dense_entities=k))
 _HYBRID = lambda limit: retrieve(limit=limit, legs=(BM25Leg(), DenseLeg(StaticEmbedder())))  # noqa: E731
@@ -135,7 +144,13 @@ def run(small: bool, out_path: Path | None = None, samples: tuple[str, ...] | No
              mean([b for _, b in results['BM25(3) + expand(2) upstream'][0]]), "baseline": b5,
              "baseline_name": "BM25(5) (same run)"},
             {"measure": f"{sample_name}: mean latency per query, {DEFAULT} (ms)", "ours": mean(results[DEFAULT][1]),
-             "baseline": mean(results[BASELINE][1]), "baseline_name": "BM25(5) (same run)"}]
+             "baseline": mean(results[BASELINE][1]), "baseline_name": "BM25(5) (same run)"},
+            {"measure": f"{sample_name}: Recall@5, {DEPTH2}", "ours": mean([b for _, b in results[DEPTH2][0]]),
+             "baseline": mean([b for _, b in results[DEPTH2_UNDAMPED][0]]), "baseline_name": "damping=1 (same run)"},
+            {"measure": f"{sample_name}: Recall@5, {DEPTH2}", "ours": mean([b for _, b in results[DEPTH2][0]]),
+             "baseline": mean([b for _, b in results[DEPTH2_FULL][0]]), "baseline_name": "min_share=0 (same run)"},
+            {"measure": f"{sample_name}: mean latency per query, {DEPTH2} (ms)", "ours": mean(results[DEPTH2][1]),
+             "baseline": mean(results[DEPTH2_FULL][1]), "baseline_name": "min_share=0 (same run)"}]
         print(f"  {sample_name}: done", file=sys.stderr, flush=True)
     info = machine_info(["pandas", "numpy", "bm25s"])
     text = "\n".join([

@@ -32,8 +32,11 @@ def cost(entity_hops: str, here: str, there: str) -> int:
 
 
 def traverse(reader, seeds, *, types, direction, depth, entity_hops, fan_out, max_candidates, weights=None,
-             spec=None):
-    """(candidates in discovery order, warnings). ``spec(encoded ref) -> float`` enables mass."""
+             spec=None, floor=None, pruned=None, damping=1.0):
+    """(candidates in discovery order, warnings). ``spec(encoded ref) -> float`` enables mass; with it,
+    ``floor`` prunes a read past the first hop that passes less than ``floor`` x the seed's weight
+    (each pruned ref is appended to the ``pruned`` list when one is given), and a hop landing past distance 1
+    carries ``damping`` x the mass."""
     candidates: dict[str, Candidate] = {}
     warnings: list[str] = []
     capped = False
@@ -50,6 +53,10 @@ def traverse(reader, seeds, *, types, direction, depth, entity_hops, fan_out, ma
                 continue
             mass = sum(m for g, m in incoming.get(encoded, ()) if g < gen)
             passed = mass * (spec(encoded) if spec is not None and ref.kind != "chunk" else 1.0)
+            if spec is not None and floor and distance >= 1 and passed < weight * floor * (1 - 1e-9):
+                if pruned is not None:
+                    pruned.append(encoded)
+                continue
             neighbors = reader.neighbors(ref, types=types, direction=direction, limit=fan_out)
             if len(neighbors) >= fan_out:
                 warnings.append(f"expand_relations truncated neighbors for {encoded} at {fan_out}.")
@@ -59,18 +66,19 @@ def traverse(reader, seeds, *, types, direction, depth, entity_hops, fan_out, ma
                 if nxt > depth:
                     continue
                 route = (path + (peer,), edges + (n.type,))
-                incoming.setdefault(peer, []).append((gen, passed))
+                carried = passed * damping if nxt >= 2 and nxt > distance else passed
+                incoming.setdefault(peer, []).append((gen, carried))
                 if peer != seed_ref:
                     current = candidates.get(peer)
                     if current is not None:
                         current.support.add(seed_ref)
-                        current.mass += passed
+                        current.mass += carried
                         if (nxt, rank) < (current.distance, current.seed_rank):
                             current.distance, current.seed_rank = nxt, rank
                             current.path, current.edges = route
                     elif len(candidates) < max_candidates:
                         discovery += 1
-                        candidates[peer] = Candidate(nxt, rank, {seed_ref}, route[0], route[1], discovery, passed)
+                        candidates[peer] = Candidate(nxt, rank, {seed_ref}, route[0], route[1], discovery, carried)
                     elif not capped:
                         capped = True
                         warnings.append(f"expand_relations truncated graph candidates at {max_candidates}.")

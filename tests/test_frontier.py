@@ -63,7 +63,8 @@ def spec_of(reader, types, direction):
     return spec
 
 
-def compare(kb, seeds, *, types, direction, depth, entity_hops, fan_out, max_candidates, weights=None):
+def compare(kb, seeds, *, types, direction, depth, entity_hops, fan_out, max_candidates, weights=None, floor=None,
+            damping=1.0):
     reader = kb.reader
     index = reader.traversal_index
     wanted = None if types is None else frozenset(types)
@@ -72,11 +73,13 @@ def compare(kb, seeds, *, types, direction, depth, entity_hops, fan_out, max_can
     spec = spec_of(reader, types, direction) if weights is not None else None
     expected, warnings = expand_oracle.traverse(
         reader, [decode_ref(s) for s in seeds], types=types, direction=direction, depth=depth,
-        entity_hops=entity_hops, fan_out=fan_out, max_candidates=max_candidates, weights=weights, spec=spec)
+        entity_hops=entity_hops, fan_out=fan_out, max_candidates=max_candidates, weights=weights, spec=spec,
+        floor=floor, pruned=(pruned := []), damping=damping)
     got = traverse(index, view, [index.code.get(s) for s in seeds], depth=depth, entity_hops=entity_hops,
-                   max_candidates=max_candidates, weights=weights)
+                   max_candidates=max_candidates, weights=weights, floor=floor, damping=damping)
     assert [index.refs[c] for c in got.codes] == list(expected)
     assert got.warnings == warnings
+    assert got.pruned == len(pruned)
     for i, (ref, cand) in enumerate(expected.items()):
         nodes, etypes = got.path(i)
         assert (int(got.distance[i]), int(got.seed_rank[i]), int(got.support[i])) == (
@@ -104,7 +107,9 @@ def test_vectorised_traversal_matches_the_python_oracle(graph, data):
     compare(kb, seeds, types=types, direction=data.draw(st.sampled_from([None, "out", "in"])),
             depth=data.draw(st.integers(1, 3)), entity_hops=data.draw(st.sampled_from(["free", "counted"])),
             fan_out=data.draw(st.integers(1, 4)), max_candidates=data.draw(st.integers(1, 8)),
-            weights=[1.0 / (r + 1) for r in range(len(seeds))] if relevance else None)
+            weights=[1.0 / (r + 1) for r in range(len(seeds))] if relevance else None,
+            floor=data.draw(st.sampled_from([None, 0.25, 0.5, 1.0])) if relevance else None,
+            damping=data.draw(st.sampled_from([1.0, 0.5, 0.01])) if relevance else 1.0)
 
 
 def test_oracle_comparison_can_fail():
@@ -133,7 +138,33 @@ def test_terminal_generations_match_the_oracle_both_ways(ratio, graph, data):
     with mock.patch.object(frontier._Run, "BACKWARD_RATIO", ratio):
         compare(kb, seeds, types=data.draw(st.sampled_from([None, list(TYPES)])), direction=None,
                 depth=data.draw(st.integers(1, 3)), entity_hops="counted", fan_out=data.draw(st.integers(1, 4)),
-                max_candidates=data.draw(st.integers(1, 4)), weights=[1.0 / (r + 1) for r in range(len(seeds))])
+                max_candidates=data.draw(st.integers(1, 4)), weights=[1.0 / (r + 1) for r in range(len(seeds))],
+                floor=data.draw(st.sampled_from([None, 0.5])), damping=data.draw(st.sampled_from([1.0, 0.25])))
+
+
+def test_floor_prunes_reads_reached_through_a_hub():
+    """Seed c0 mentions hub h (4 chunks, a read returns 2): c1 reached through h holds 1/4 of the seed's
+    weight, under the floor 1/2, so it is not read and c4 (through c1's entity x) is not reached; without
+    a floor it is. Both as the oracle has them."""
+    chunks = [("s", f"c{i}", i, "t") for i in range(5)]
+    edges = [(f"chunk:s:c{i}", "entity:h", "mentions", "directed") for i in range(4)]
+    edges += [("chunk:s:c1", "entity:x", "mentions", "directed"), ("chunk:s:c4", "entity:x", "mentions", "directed")]
+    kb = build(chunks, [], ["entity:h", "entity:x"], edges)
+    args = dict(types=["mentions"], direction=None, depth=2, entity_hops="counted", fan_out=2, max_candidates=64,
+                weights=[1.0])
+    pruned = compare(kb, ["chunk:s:c0"], floor=0.5, **args)
+    full = compare(kb, ["chunk:s:c0"], floor=None, **args)
+    assert "chunk:s:c1" in pruned and "chunk:s:c4" not in pruned and "entity:x" not in pruned
+    assert "chunk:s:c4" in full and math.isclose(full["chunk:s:c4"].mass, 0.25 * 0.5)
+    damped = compare(kb, ["chunk:s:c0"], floor=None, damping=0.5, **args)  # c4's hop is the second
+    assert math.isclose(damped["chunk:s:c4"].mass, 0.25 * 0.5 * 0.5)
+    # c1: 1/4 on its first hop, undamped, and 1/8 back from x on a second hop, damped
+    assert math.isclose(full["chunk:s:c1"].mass, 0.25 + 0.125)
+    assert math.isclose(damped["chunk:s:c1"].mass, 0.25 + 0.125 * 0.5)
+    index = kb.reader.traversal_index
+    got = traverse(index, index.view(frozenset(["mentions"]), None, 2), [index.code["chunk:s:c0"]], depth=2,
+                   entity_hops="counted", max_candidates=64, weights=[1.0], floor=0.5)
+    assert got.pruned == 1
 
 
 def test_terminal_shortcut_runs_and_keeps_results():

@@ -14,6 +14,14 @@ document: ``1 / |chunks adjacent to it|``, HippoRAG's node specificity; a chunk 
 whole). A candidate's graph score is the mass it receives. A node passes on the mass that reached it
 from earlier generations.
 
+The relevance ranking also *prunes*: past the first hop, a node whose read would pass each
+neighbour less than ``floor`` times its seed's weight is not read (``floor=None`` reads every node).
+Such a node was reached through a hub (an entity adjacent to more chunks than a read returns), and
+its read would spread a vanishing share over an arbitrary cut of neighbours; the first hop is read
+whole, since a seed's own entities, however common, are what it is about. Pruned reads are counted.
+An entry whose hop lands past distance 1 carries ``damping`` times its read node's share, so a path
+of d counted hops keeps ``damping ** (d - 1)`` of its mass.
+
 Two shortcuts keep the results and cut the work. A *terminal* generation (every read node at
 ``depth - 1`` and none with a free hop) discovers nothing that is read, so its frontier is never
 built; and once the candidate ceiling was hit, such a generation only adds mass and support to the
@@ -33,6 +41,8 @@ from .frontier_index import KIND_CHUNK, KIND_ENTITY, TraversalIndex, View
 
 __all__ = ["TraversalIndex", "Traversal", "traverse", "KIND_CHUNK", "KIND_ENTITY"]
 
+#: a read is pruned below the floor by more than this relative margin (sums in other orders agree within it)
+FLOOR_MARGIN = 1e-9
 CAP = -1  # the candidate-ceiling warning in the warning stream (other tokens are codes of truncated reads)
 
 
@@ -45,6 +55,7 @@ class Traversal:
     seed_rank: np.ndarray
     support: np.ndarray  # number of distinct seeds reaching each candidate
     mass: np.ndarray
+    pruned: int = 0  # reads the relevance floor skipped (see the module docstring)
     _tokens: np.ndarray = field(repr=False, default=None)
     _refs: np.ndarray = field(repr=False, default=None)
     _view: View = field(repr=False, default=None)
@@ -119,9 +130,11 @@ class _Run:
     #: a terminal generation reads the candidates' incoming entries when fewer than ratio x its own entries
     BACKWARD_RATIO = 1.0
 
-    def __init__(self, index: TraversalIndex, view: View, *, depth: int, entity_hops: str, max_candidates: int):
+    def __init__(self, index: TraversalIndex, view: View, *, depth: int, entity_hops: str, max_candidates: int,
+                 floor: float | None = None, damping: float = 1.0):
         n = len(index.refs)
         self.index, self.view, self.depth, self.max_candidates = index, view, depth, max_candidates
+        self.floor, self.pruned, self.damping = floor, 0, damping
         self.cost, self.zero = view.cost[entity_hops], view.zero_cost[entity_hops]
         self.slot = np.full(n, -1, dtype=np.int32)
         self.codes: list[np.ndarray] = []
@@ -153,9 +166,10 @@ class _Run:
         scratch[values] = -1
         return firsts
 
-    def candidates(self, rank, seed, peer, nxt, ent, ends, passed, touched) -> int | None:
+    def candidates(self, rank, seed, peer, nxt, ent, ends, carried, touched) -> int | None:
         """Create, support and improve candidates from one generation's entries (``ends``: the cumulative
-        entries per read node); the read position that hit the candidate ceiling, if one did."""
+        entries per read node; ``carried``: the mass of each entry); the read position that hit the candidate
+        ceiling, if one did."""
         cap_at = None
         if not self.capped:
             at = np.flatnonzero(peer != seed)
@@ -184,9 +198,8 @@ class _Run:
                 at, slots = at[keep], slots[keep]
         if not len(at):
             return cap_at
-        if passed is not None:
-            contrib = passed[np.searchsorted(ends, at, side="right")]
-            self.parts.append(np.bincount(slots, weights=contrib, minlength=len(self.mass)))
+        if carried is not None:
+            self.parts.append(np.bincount(slots, weights=carried[at], minlength=len(self.mass)))
         touched[slots] = True
         # per candidate, the first entry with the smallest distance improves a strictly worse best; entries that
         # do not beat the best before this generation never do (the best only improves), so only those are looked at
@@ -216,12 +229,14 @@ class _Run:
         up to 63 seeds, a bit per seed) when they are fewer than the generations' own entries, else by reading
         those; then add up the mass parts in traversal order."""
         view, deferred = self.view, self.deferred
-        if deferred:
+        if deferred:  # the direction with fewer entries, counted before either is read
             transposed_indptr, by_peer = view.transposed()
-            ent = by_peer[_slices(transposed_indptr, np.concatenate(self.codes))[0]]
-            owner = view.owner[ent].astype(np.int32)
+            codes = np.concatenate(self.codes)
             forward = sum(int(view.degree[exp].sum()) for _, _, exp, _, _ in deferred)
-            backward = len(ent) < forward * self.BACKWARD_RATIO
+            backward = int((transposed_indptr[codes + 1] - transposed_indptr[codes]).sum()) < forward * self.BACKWARD_RATIO
+            if backward:
+                ent = by_peer[_slices(transposed_indptr, codes)[0]]
+                owner = view.owner[ent].astype(np.int32)
         for start in range(0, len(deferred), 63):
             group = deferred[start:start + 63]
             if backward:
@@ -264,6 +279,13 @@ class _Run:
         split = int(np.searchsorted(truncated, cap_at, side="right"))
         self.tokens += [exp[truncated[:split]], np.array([CAP]), exp[truncated[split:]]]
 
+    def carry(self, passed: np.ndarray, lengths: np.ndarray, ent: np.ndarray, nxt: np.ndarray) -> np.ndarray:
+        """The mass each entry carries: its read node's share, times ``damping`` for a hop past the first."""
+        carried = np.repeat(passed, lengths)
+        if self.damping != 1.0:
+            carried = np.where((nxt >= 2) & (self.cost[ent] == 1), carried * self.damping, carried)
+        return carried
+
     def seed(self, rank: int, seed: int, weight: float | None):
         """One seed's breadth-first search, a generation at a time; its (parent, type) tree and touched mask."""
         n, view = len(self.index.refs), self.view
@@ -278,21 +300,26 @@ class _Run:
         fmass = None if weight is None else np.array([weight])
         while len(frontier):
             live = fdist < self.depth
+            if self.floor and fmass is not None:  # past the first hop, a read passing too little is pruned
+                thin = live & (fdist >= 1) & (fmass * view.spec[frontier] < weight * self.floor * (1 - FLOOR_MARGIN))
+                self.pruned += int(thin.sum())
+                live &= ~thin
             exp, edist = frontier[live], fdist[live]
             if not len(exp):
                 break
             passed = None if fmass is None else fmass[live] * view.spec[exp]
             # every entry lands at depth: nothing found here is read, so no frontier is built
             terminal = bool(((edist == self.depth - 1) & ~self.zero[exp]).all())
-            if terminal and self.capped:
-                self.terminal(seed, exp, passed, touched)
+            if terminal and self.capped:  # every entry is one hop landing at depth
+                self.terminal(seed, exp, passed if self.depth < 2 or passed is None else passed * self.damping, touched)
                 self.warn(exp, None)
                 break
             ent, lengths = _slices(view.indptr, exp)
             ends = np.cumsum(lengths)
             peer = view.peer[ent]
             nxt = np.repeat(edist, lengths) + self.cost[ent]  # a read node is below depth: nxt <= depth
-            cap_at = self.candidates(rank, seed, peer, nxt, ent, ends, passed, touched)
+            carried = None if passed is None else self.carry(passed, lengths, ent, nxt)
+            cap_at = self.candidates(rank, seed, peer, nxt, ent, ends, carried, touched)
             self.warn(exp, cap_at)
             if terminal:
                 break
@@ -313,20 +340,21 @@ class _Run:
                 to = position[fp]  # an entry reaching a frontier node reached it unseen
                 position[frontier] = -1
                 hit = np.flatnonzero(to >= 0)
-                fmass = np.bincount(to[hit], weights=passed[np.searchsorted(ends, fresh[hit], side="right")],
-                                    minlength=len(frontier))
+                fmass = np.bincount(to[hit], weights=carried[fresh[hit]], minlength=len(frontier))
         return found_by, touched
 
 
 def traverse(index: TraversalIndex, view: View, seeds: list[int | None], *, depth: int, entity_hops: str,
-             max_candidates: int, weights: np.ndarray | None = None) -> Traversal:
+             max_candidates: int, weights: np.ndarray | None = None, floor: float | None = None,
+             damping: float = 1.0) -> Traversal:
     """Upstream's per-seed breadth-first traversal, one generation per step (see the module docstring).
 
     ``seeds`` are node codes (``None`` for a seed not in the index); ``weights`` (one per seed) turn on
-    the relevance ranking's mass. Examples: see ``tests/test_frontier.py`` (checked against the per-node
+    the relevance ranking's mass, and ``floor`` its pruning (a share of the seed's weight). Examples: see ``tests/test_frontier.py`` (checked against the per-node
     traversal) and :meth:`crux_nb.graph.GraphReader.traversal_index`.
     """
-    run = _Run(index, view, depth=depth, entity_hops=entity_hops, max_candidates=max_candidates)
+    run = _Run(index, view, depth=depth, entity_hops=entity_hops, max_candidates=max_candidates, floor=floor,
+               damping=damping)
     trees, touched_masks, seed_codes, counted = [], [], [], set()
     for rank, seed in enumerate(seeds):
         seed_codes.append(-1 if seed is None else seed)
@@ -347,6 +375,6 @@ def traverse(index: TraversalIndex, view: View, seeds: list[int | None], *, dept
     tokens = np.concatenate(run.tokens).astype(np.int64) if run.tokens else np.zeros(0, dtype=np.int64)
     count = len(codes)
     return Traversal(codes=codes, distance=run.best_dist[:count].copy(), seed_rank=run.best_rank[:count].copy(),
-                     support=support, mass=run.mass[:len(codes)].copy(), _tokens=tokens, _refs=index.refs, _view=view,
+                     support=support, mass=run.mass[:len(codes)].copy(), pruned=run.pruned, _tokens=tokens, _refs=index.refs, _view=view,
                      _max_candidates=max_candidates, _via=run.via[:count].copy(), _via_type=run.via_type[:count].copy(),
                      _trees=trees, _touched=touched_masks, _seeds=seed_codes)
