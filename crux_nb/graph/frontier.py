@@ -279,11 +279,11 @@ class _Run:
         split = int(np.searchsorted(truncated, cap_at, side="right"))
         self.tokens += [exp[truncated[:split]], np.array([CAP]), exp[truncated[split:]]]
 
-    def carry(self, passed: np.ndarray, lengths: np.ndarray, ent: np.ndarray, nxt: np.ndarray) -> np.ndarray:
+    def carry(self, passed: np.ndarray, lengths: np.ndarray, cost: np.ndarray, nxt: np.ndarray) -> np.ndarray:
         """The mass each entry carries: its read node's share, times ``damping`` for a hop past the first."""
         carried = np.repeat(passed, lengths)
         if self.damping != 1.0:
-            carried = np.where((nxt >= 2) & (self.cost[ent] == 1), carried * self.damping, carried)
+            np.multiply(carried, self.damping, out=carried, where=(nxt >= 2) & (cost == 1))
         return carried
 
     def seed(self, rank: int, seed: int, weight: float | None):
@@ -317,8 +317,9 @@ class _Run:
             ent, lengths = _slices(view.indptr, exp)
             ends = np.cumsum(lengths)
             peer = view.peer[ent]
-            nxt = np.repeat(edist, lengths) + self.cost[ent]  # a read node is below depth: nxt <= depth
-            carried = None if passed is None else self.carry(passed, lengths, ent, nxt)
+            cost = self.cost[ent]
+            nxt = np.repeat(edist, lengths) + cost  # a read node is below depth: nxt <= depth
+            carried = None if passed is None else self.carry(passed, lengths, cost, nxt)
             cap_at = self.candidates(rank, seed, peer, nxt, ent, ends, carried, touched)
             self.warn(exp, cap_at)
             if terminal:
@@ -355,16 +356,11 @@ def traverse(index: TraversalIndex, view: View, seeds: list[int | None], *, dept
     """
     run = _Run(index, view, depth=depth, entity_hops=entity_hops, max_candidates=max_candidates, floor=floor,
                damping=damping)
-    trees, touched_masks, seed_codes, counted = [], [], [], set()
+    trees, touched_masks, counted = [None] * len(seeds), [None] * len(seeds), set()
+    seed_codes = [-1 if seed is None else seed for seed in seeds]
     for rank, seed in enumerate(seeds):
-        seed_codes.append(-1 if seed is None else seed)
-        if seed is None:
-            trees.append(None)
-            touched_masks.append(None)
-            continue
-        tree, touched = run.seed(rank, seed, None if weights is None else float(weights[rank]))
-        trees.append(tree)
-        touched_masks.append(touched)
+        if seed is not None:
+            trees[rank], touched_masks[rank] = run.seed(rank, seed, None if weights is None else float(weights[rank]))
     run.finish()
     codes = np.concatenate(run.codes).astype(np.int64) if run.codes else np.zeros(0, dtype=np.int64)
     support = np.zeros(len(codes), dtype=np.int64)
