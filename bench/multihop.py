@@ -145,11 +145,14 @@ def run(small: bool, out_path: Path | None = None, samples: tuple[str, ...] | No
              "baseline_name": "BM25(5) (same run)"},
             {"measure": f"{sample_name}: mean latency per query, {DEFAULT} (ms)", "ours": mean(results[DEFAULT][1]),
              "baseline": mean(results[BASELINE][1]), "baseline_name": "BM25(5) (same run)"},
-            {"measure": f"{sample_name}: Recall@5, {DEPTH2}", "ours": mean([b for _, b in results[DEPTH2][0]]),
-             "baseline": mean([b for _, b in results[DEPTH2_UNDAMPED][0]]), "baseline_name": "damping=1 (same run)"},
-            {"measure": f"{sample_name}: Recall@5, {DEPTH2}", "ours": mean([b for _, b in results[DEPTH2][0]]),
-             "baseline": mean([b for _, b in results[DEPTH2_FULL][0]]), "baseline_name": "min_share=0 (same run)"},
-            {"measure": f"{sample_name}: mean latency per query, {DEPTH2} (ms)", "ours": mean(results[DEPTH2][1]),
+            {"measure": f"{sample_name}: Recall@5, {DEPTH2} (hop damping 0.01 vs none)",
+             "ours": mean([b for _, b in results[DEPTH2][0]]), "baseline": mean([b for _, b in results[DEPTH2_UNDAMPED][0]]),
+             "baseline_name": "damping=1 (same run)"},
+            {"measure": f"{sample_name}: Recall@5, {DEPTH2} (read floor 1/fan_out vs none)",
+             "ours": mean([b for _, b in results[DEPTH2][0]]), "baseline": mean([b for _, b in results[DEPTH2_FULL][0]]),
+             "baseline_name": "min_share=0 (same run)"},
+            {"measure": f"{sample_name}: mean latency per query, {DEPTH2} (read floor vs none, ms)",
+             "ours": mean(results[DEPTH2][1]),
              "baseline": mean(results[DEPTH2_FULL][1]), "baseline_name": "min_share=0 (same run)"}]
         print(f"  {sample_name}: done", file=sys.stderr, flush=True)
     info = machine_info(["pandas", "numpy", "bm25s"])

@@ -18,7 +18,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "bench" / "multihop.py"
 DATA = ROOT.parent / "shared" / "data" / "multihop"
 CONFIGS = ["BM25(5)", "BM25(3) + expand(2) upstream", "BM25(3) + expand(2) relevance [default]", "BM25(2)",
-           "BM25(1) + expand(1) relevance"]
+           "BM25(1) + expand(1) relevance", "BM25(3) + expand(2) relevance, depth 2",
+           "BM25(3) + expand(2) relevance, depth 2, damping=1 (every hop alike)",
+           "BM25(3) + expand(2) relevance, depth 2, min_share=0 (every node read)"]
 
 pytestmark = pytest.mark.shared_data
 
