@@ -252,8 +252,9 @@ class _Run:
                     position[exp] = np.arange(len(exp), dtype=np.int32)
                     pos = position[fowner[mine]]
                     position[exp] = -1
-                    order = np.argsort(pos.astype(np.int64) * len(view.peer) + fent[mine])
-                    src, peer = pos[order], view.peer[fent[mine][order]]
+                    e = len(view.peer)  # unique keys (read position, entry): sorted values give both, in order
+                    keys = np.sort(pos.astype(np.int64) * e + fent[mine])
+                    src, peer = keys // e, view.peer[keys % e]
                 else:
                     entries, lengths = _slices(view.indptr, exp)
                     peer = view.peer[entries]

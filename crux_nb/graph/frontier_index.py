@@ -126,7 +126,8 @@ class View:
         """(indptr over peers, entry ids): each node's incoming entries, ascending entry id (read order)."""
         cached = self._lazy.get("transposed")
         if cached is None:
-            order = np.argsort(self.peer, kind="stable")
+            e = len(self.peer)  # unique keys (peer, entry id): a plain sort is stable and ~4x faster than argsort's
+            order = np.sort(self.peer * e + np.arange(e)) % e if e else np.zeros(0, dtype=np.int64)
             counts = np.bincount(self.peer, minlength=len(self.truncated))
             cached = self._lazy["transposed"] = (np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), order)
         return cached
