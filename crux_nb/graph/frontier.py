@@ -93,7 +93,7 @@ class Traversal:
         if isinstance(tree, list):  # (frontier nodes, their entries) per generation
             nodes = np.concatenate([f for f, _ in tree]) if tree else np.zeros(0, dtype=np.int64)
             entries = np.concatenate([e for _, e in tree]) if tree else np.zeros(0, dtype=np.int64)
-            order = np.argsort(nodes, kind="stable")  # a node is discovered once per search
+            order = np.argsort(nodes)  # a node is discovered once per search: no ties, any sort is stable
             tree = self._trees[rank] = (nodes[order], entries[order])
         return tree
 
@@ -202,15 +202,16 @@ class _Run:
             self.parts.append(np.bincount(slots, weights=carried[at], minlength=len(self.mass)))
         touched[slots] = True
         # per candidate, the first entry with the smallest distance improves a strictly worse best; entries that
-        # do not beat the best before this generation never do (the best only improves), so only those are looked at
-        cn, bd = nxt[at], self.best_dist[slots]
-        better = np.flatnonzero((cn < bd) | ((cn == bd) & (rank < self.best_rank[slots])))
+        # do not beat the best before this generation never do (the best only improves), so only those are looked at.
+        # Seeds run in rank order, so every best so far has a rank <= this one: only a shorter distance is better.
+        cn = nxt[at]
+        better = np.flatnonzero(cn < self.best_dist[slots])
         at, slots, cn = at[better], slots[better], cn[better]
         for d in np.flatnonzero(np.bincount(cn)).tolist() if len(cn) else ():
             same = np.flatnonzero(cn == d)
             head = same[self.first(slots[same], self.slot_scratch)]
             hs = slots[head]
-            improve = (d < self.best_dist[hs]) | ((d == self.best_dist[hs]) & (rank < self.best_rank[hs]))
+            improve = d < self.best_dist[hs]
             hs, head = hs[improve], at[head[improve]]
             self.best_dist[hs], self.best_rank[hs] = d, rank
             self.via[hs], self.via_type[hs] = self.view.owner[ent[head]], self.view.etype[ent[head]]
