@@ -353,8 +353,9 @@ def traverse(index: TraversalIndex, view: View, seeds: list[int | None], *, dept
     """Upstream's per-seed breadth-first traversal, one generation per step (see the module docstring).
 
     ``seeds`` are node codes (``None`` for a seed not in the index); ``weights`` (one per seed) turn on
-    the relevance ranking's mass, and ``floor`` its pruning (a share of the seed's weight). Examples: see ``tests/test_frontier.py`` (checked against the per-node
-    traversal) and :meth:`crux_nb.graph.GraphReader.traversal_index`.
+    the relevance ranking's mass, ``floor`` its pruning (a share of the seed's weight) and ``damping`` the
+    share kept per hop past the first. Examples: see ``tests/test_frontier.py`` (checked against the
+    per-node traversal) and :meth:`crux_nb.graph.GraphReader.traversal_index`.
     """
     run = _Run(index, view, depth=depth, entity_hops=entity_hops, max_candidates=max_candidates, floor=floor,
                damping=damping)
@@ -373,6 +374,7 @@ def traverse(index: TraversalIndex, view: View, seeds: list[int | None], *, dept
     tokens = np.concatenate(run.tokens).astype(np.int64) if run.tokens else np.zeros(0, dtype=np.int64)
     count = len(codes)
     return Traversal(codes=codes, distance=run.best_dist[:count].copy(), seed_rank=run.best_rank[:count].copy(),
-                     support=support, mass=run.mass[:len(codes)].copy(), pruned=run.pruned, _tokens=tokens, _refs=index.refs, _view=view,
+                     support=support, mass=run.mass[:len(codes)].copy(), pruned=run.pruned, _tokens=tokens,
+                     _refs=index.refs, _view=view,
                      _max_candidates=max_candidates, _via=run.via[:count].copy(), _via_type=run.via_type[:count].copy(),
                      _trees=trees, _touched=touched_masks, _seeds=seed_codes)
