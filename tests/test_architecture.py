@@ -35,6 +35,7 @@ CONFINED = {
     "igraph": ("crux_nb.community",), "leidenalg": ("crux_nb.community",), "ipywidgets": ("crux_nb.widgets",),
     "urllib.request": ("crux_nb.models", "crux_nb.embeddings"), "http.client": ("crux_nb.models", "crux_nb.embeddings"),
     "requests": ("crux_nb.models", "crux_nb.embeddings"), "httpx": ("crux_nb.models", "crux_nb.embeddings"),
+    "numba": ("crux_nb.graph",),
 }
 MAX_LINES = 400
 

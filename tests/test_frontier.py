@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crux_nb.graph import frontier
+from crux_nb.graph import frontier, frontier_kernel
 from crux_nb.graph.frontier import traverse
 from crux_nb.refs import decode_ref
 from crux_nb.testing import make_kb
@@ -63,8 +63,13 @@ def spec_of(reader, types, direction):
     return spec
 
 
+#: the engines under test: the compiled one needs numba (the `fast` extra); tests/test_frontier_kernel.py
+#: skips (fails in CI) when it is missing
+ENGINES = ["numpy"] + (["kernel"] if frontier_kernel.installed() else [])
+
+
 def compare(kb, seeds, *, types, direction, depth, entity_hops, fan_out, max_candidates, weights=None, floor=None,
-            damping=1.0):
+            damping=1.0, engine="numpy"):
     reader = kb.reader
     index = reader.traversal_index
     wanted = None if types is None else frozenset(types)
@@ -76,7 +81,7 @@ def compare(kb, seeds, *, types, direction, depth, entity_hops, fan_out, max_can
         entity_hops=entity_hops, fan_out=fan_out, max_candidates=max_candidates, weights=weights, spec=spec,
         floor=floor, pruned=(pruned := []), damping=damping)
     got = traverse(index, view, [index.code.get(s) for s in seeds], depth=depth, entity_hops=entity_hops,
-                   max_candidates=max_candidates, weights=weights, floor=floor, damping=damping)
+                   max_candidates=max_candidates, weights=weights, floor=floor, damping=damping, engine=engine)
     assert [index.refs[c] for c in got.codes] == list(expected)
     assert got.warnings == warnings
     assert got.pruned == len(pruned)
@@ -95,9 +100,10 @@ def compare(kb, seeds, *, types, direction, depth, entity_hops, fan_out, max_can
 settings_ = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 @settings_
 @given(graph=graphs(), data=st.data())
-def test_vectorised_traversal_matches_the_python_oracle(graph, data):
+def test_vectorised_traversal_matches_the_python_oracle(engine, graph, data):
     chunks, parents, entity_refs, edges, nodes = graph
     kb = build(chunks, parents, entity_refs, edges)
     seeds = data.draw(st.lists(st.sampled_from(nodes), min_size=1, max_size=4))
@@ -109,7 +115,7 @@ def test_vectorised_traversal_matches_the_python_oracle(graph, data):
             fan_out=data.draw(st.integers(1, 4)), max_candidates=data.draw(st.integers(1, 8)),
             weights=[1.0 / (r + 1) for r in range(len(seeds))] if relevance else None,
             floor=data.draw(st.sampled_from([None, 0.25, 0.5, 1.0])) if relevance else None,
-            damping=data.draw(st.sampled_from([1.0, 0.5, 0.01])) if relevance else 1.0)
+            damping=data.draw(st.sampled_from([1.0, 0.5, 0.01])) if relevance else 1.0, engine=engine)
 
 
 def test_oracle_comparison_can_fail():
@@ -135,7 +141,7 @@ def test_terminal_generations_match_the_oracle_both_ways(ratio, graph, data):
     chunks, parents, entity_refs, edges, nodes = graph
     kb = build(chunks, parents, entity_refs, edges)
     seeds = data.draw(st.lists(st.sampled_from(nodes), min_size=1, max_size=4))
-    with mock.patch.object(frontier._Run, "BACKWARD_RATIO", ratio):
+    with mock.patch.object(frontier._Run, "BACKWARD_RATIO", ratio):  # the numpy traversal's settlement
         compare(kb, seeds, types=data.draw(st.sampled_from([None, list(TYPES)])), direction=None,
                 depth=data.draw(st.integers(1, 3)), entity_hops="counted", fan_out=data.draw(st.integers(1, 4)),
                 max_candidates=data.draw(st.integers(1, 4)), weights=[1.0 / (r + 1) for r in range(len(seeds))],
@@ -163,7 +169,7 @@ def test_floor_prunes_reads_reached_through_a_hub():
     assert math.isclose(damped["chunk:s:c1"].mass, 0.25 + 0.125 * 0.5)
     index = kb.reader.traversal_index
     got = traverse(index, index.view(frozenset(["mentions"]), None, 2), [index.code["chunk:s:c0"]], depth=2,
-                   entity_hops="counted", max_candidates=64, weights=[1.0], floor=0.5)
+                   entity_hops="counted", max_candidates=64, weights=[1.0], floor=0.5, engine="numpy")
     assert got.pruned == 1
 
 

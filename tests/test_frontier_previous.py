@@ -25,7 +25,7 @@ def run_both(kb, seeds, *, types, direction, depth, entity_hops, fan_out, max_ca
                       None if direction is None else (0 if direction == "out" else 1), fan_out)
     codes = [index.code.get(s) for s in seeds]
     args = dict(depth=depth, entity_hops=entity_hops, max_candidates=max_candidates, weights=weights)
-    return frontier.traverse(index, view, codes, **args), previous.traverse(index, view, codes, **args)
+    return frontier.traverse(index, view, codes, engine="numpy", **args), previous.traverse(index, view, codes, **args)
 
 
 def assert_same(new, old):
@@ -64,7 +64,7 @@ def test_the_comparison_can_fail():
     index = kb.reader.traversal_index
     view = index.view(None, None, 64)
     args = dict(depth=2, entity_hops="counted", weights=np.array([1.0]))
-    new = frontier.traverse(index, view, [index.code["chunk:s:c0"]], max_candidates=2, **args)
+    new = frontier.traverse(index, view, [index.code["chunk:s:c0"]], max_candidates=2, engine="numpy", **args)
     old = previous.traverse(index, view, [index.code["chunk:s:c0"]], max_candidates=3, **args)
     with pytest.raises(AssertionError):
         assert_same(new, old)

@@ -1,5 +1,6 @@
 """Graph access: structural projection, the indexed neighbours reader, hydration."""
 
+from .frontier import traversal_engine
 from .reader import GraphReader, Neighbor, Support
 
-__all__ = ["GraphReader", "Neighbor", "Support"]
+__all__ = ["GraphReader", "Neighbor", "Support", "traversal_engine"]

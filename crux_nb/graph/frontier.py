@@ -29,94 +29,23 @@ fixed candidates, settled after the last seed for all seeds at once: through the
 entries (the transposed view, one read with a bit per seed) when they are fewer than the generations'
 own entries, in read order, so every sum adds in the same order as a full read.
 Warnings are kept as node codes and written once per node (``collapsed_warnings``).
+
+:mod:`.frontier_kernel` runs the same traversal as one compiled loop (numba, the ``fast`` extra), bit
+for bit; :func:`traverse` takes it when numba is installed.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
+from . import frontier_kernel
 from .frontier_index import KIND_CHUNK, KIND_ENTITY, TraversalIndex, View
+from .traversal import CAP, Traversal
 
-__all__ = ["TraversalIndex", "Traversal", "traverse", "KIND_CHUNK", "KIND_ENTITY"]
+__all__ = ["TraversalIndex", "Traversal", "traverse", "traversal_engine", "ENGINES", "KIND_CHUNK", "KIND_ENTITY"]
 
 #: a read is pruned below the floor by more than this relative margin (sums in other orders agree within it)
 FLOOR_MARGIN = 1e-9
-CAP = -1  # the candidate-ceiling warning in the warning stream (other tokens are codes of truncated reads)
-
-
-@dataclass
-class Traversal:
-    """Candidates in discovery order with their best (distance, seed rank) route, support and mass."""
-
-    codes: np.ndarray
-    distance: np.ndarray
-    seed_rank: np.ndarray
-    support: np.ndarray  # number of distinct seeds reaching each candidate
-    mass: np.ndarray
-    pruned: int = 0  # reads the relevance floor skipped (see the module docstring)
-    _tokens: np.ndarray = field(repr=False, default=None)
-    _refs: np.ndarray = field(repr=False, default=None)
-    _view: View = field(repr=False, default=None)
-    _max_candidates: int = 0
-    _via: np.ndarray = field(repr=False, default=None)
-    _via_type: np.ndarray = field(repr=False, default=None)
-    _trees: list = field(repr=False, default_factory=list)
-    _touched: list = field(repr=False, default_factory=list)
-    _seeds: list = field(repr=False, default_factory=list)
-
-    def _texts(self, tokens: np.ndarray) -> list[str]:
-        texts = self._view.warning_texts(self._refs, np.where(tokens == CAP, 0, tokens))
-        cap = f"expand_relations truncated graph candidates at {self._max_candidates}."
-        for i in np.flatnonzero(tokens == CAP).tolist():
-            texts[i] = cap
-        return texts
-
-    @property
-    def warnings(self) -> list[str]:
-        """Every warning in order: a fan-out cut per truncated read, the candidate ceiling once."""
-        return self._texts(self._tokens) if len(self._tokens) else []
-
-    def collapsed_warnings(self) -> list[str]:
-        """``collapse_warnings(self.warnings)`` without writing the repeats: each once, with its count."""
-        if not len(self._tokens):
-            return []
-        distinct, first, counts = np.unique(self._tokens, return_index=True, return_counts=True)
-        order = np.argsort(first)
-        texts = self._texts(distinct[order])
-        return [w if n == 1 else f"{w} ({n} times)" for w, n in zip(texts, counts[order].tolist())]
-
-    def _tree(self, rank: int) -> tuple[np.ndarray, np.ndarray]:
-        """(nodes the seed's search read, sorted; the entry that discovered each), built on first use."""
-        tree = self._trees[rank]
-        if isinstance(tree, list):  # (frontier nodes, their entries) per generation
-            nodes = np.concatenate([f for f, _ in tree]) if tree else np.zeros(0, dtype=np.int64)
-            entries = np.concatenate([e for _, e in tree]) if tree else np.zeros(0, dtype=np.int64)
-            order = np.argsort(nodes)  # a node is discovered once per search: no ties, any sort is stable
-            tree = self._trees[rank] = (nodes[order], entries[order])
-        return tree
-
-    def path(self, i: int) -> tuple[list[int], list[int]]:
-        """(node codes from the seed, edge type codes) of candidate ``i``'s recorded route."""
-        rank = int(self.seed_rank[i])
-        found, by = self._tree(rank)
-        nodes, types = [int(self.codes[i])], [int(self._via_type[i])]
-        node = int(self._via[i])
-        while node != self._seeds[rank]:
-            nodes.append(node)
-            entry = int(by[np.searchsorted(found, node)])
-            types.append(int(self._view.etype[entry]))
-            node = int(self._view.owner[entry])
-        nodes.append(node)
-        return nodes[::-1], types[::-1]
-
-    def supports(self, i: int) -> list[int]:
-        """Codes of the distinct seeds whose traversal reached candidate ``i``, sorted."""
-        return sorted({self._seeds[r] for r, touched in enumerate(self._touched)
-                       if touched is not None and touched[i]})
-
-
 def _slices(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(positions of the CSR slices of ``rows``, concatenated in row order; entries per row)."""
     starts = indptr[rows]
@@ -347,16 +276,48 @@ class _Run:
         return found_by, touched
 
 
+ENGINES = ("kernel", "numpy")
+
+
+def traversal_engine() -> str:
+    """The engine ``expand_relations`` traverses with: ``"kernel"`` (compiled, numba installed: the ``fast``
+    extra) unless ``CRUX_NB_TRAVERSAL=numpy`` asks for the vectorised numpy one; ``"numpy"`` without numba.
+    Both give the same results, bit for bit.
+
+    >>> import os
+    >>> from crux_nb.graph import traversal_engine
+    >>> traversal_engine() in ("kernel", "numpy")
+    True
+    >>> os.environ["CRUX_NB_TRAVERSAL"] = "numpy"
+    >>> traversal_engine()
+    'numpy'
+    >>> del os.environ["CRUX_NB_TRAVERSAL"]
+    """
+    return "kernel" if frontier_kernel.available() else "numpy"
+
+
 def traverse(index: TraversalIndex, view: View, seeds: list[int | None], *, depth: int, entity_hops: str,
              max_candidates: int, weights: np.ndarray | None = None, floor: float | None = None,
-             damping: float = 1.0) -> Traversal:
+             damping: float = 1.0, engine: str | None = None) -> Traversal:
     """Upstream's per-seed breadth-first traversal, one generation per step (see the module docstring).
 
     ``seeds`` are node codes (``None`` for a seed not in the index); ``weights`` (one per seed) turn on
     the relevance ranking's mass, ``floor`` its pruning (a share of the seed's weight) and ``damping`` the
-    share kept per hop past the first. Examples: see ``tests/test_frontier.py`` (checked against the
-    per-node traversal) and :meth:`crux_nb.graph.GraphReader.traversal_index`.
+    share kept per hop past the first. ``engine`` picks the compiled loop (``"kernel"``, needs numba: the
+    ``fast`` extra) or the vectorised generations here (``"numpy"``); ``None`` takes the kernel when it is
+    available (:func:`.frontier_kernel.available`). Both give the same result, bit for bit. Examples: see
+    ``tests/test_frontier.py`` (checked against the per-node traversal) and
+    :meth:`crux_nb.graph.GraphReader.traversal_index`.
     """
+    if engine is None:
+        engine = traversal_engine()
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES} or None, got {engine!r}")
+    if engine == "kernel":
+        if not frontier_kernel.installed():
+            raise ImportError("the compiled traversal needs numba: pip install 'crux_nb[fast]'")
+        return _from_kernel(index, view, seeds, depth=depth, entity_hops=entity_hops, max_candidates=max_candidates,
+                            weights=weights, floor=floor, damping=damping)
     run = _Run(index, view, depth=depth, entity_hops=entity_hops, max_candidates=max_candidates, floor=floor,
                damping=damping)
     trees, touched_masks, counted = [None] * len(seeds), [None] * len(seeds), set()
@@ -378,3 +339,22 @@ def traverse(index: TraversalIndex, view: View, seeds: list[int | None], *, dept
                      _refs=index.refs, _view=view,
                      _max_candidates=max_candidates, _via=run.via[:count].copy(), _via_type=run.via_type[:count].copy(),
                      _trees=trees, _touched=touched_masks, _seeds=seed_codes)
+
+
+def _from_kernel(index: TraversalIndex, view: View, seeds: list[int | None], *, depth: int, entity_hops: str,
+                 max_candidates: int, weights: np.ndarray | None, floor: float | None, damping: float) -> Traversal:
+    seed_codes = [-1 if seed is None else seed for seed in seeds]
+    (codes, distance, seed_rank, via, via_type, mass, touched, tokens, pruned, tree_node, tree_entry,
+     tree_ptr) = frontier_kernel.run(view, view.cost[entity_hops], view.zero_cost[entity_hops], seed_codes, weights,
+                                     depth=depth, max_candidates=max_candidates, floor=floor, damping=damping,
+                                     margin=FLOOR_MARGIN)
+    touched_masks = [None if seed is None else touched[rank] for rank, seed in enumerate(seeds)]
+    trees = [None if seed is None else [(tree_node[tree_ptr[rank]:tree_ptr[rank + 1]],
+                                          tree_entry[tree_ptr[rank]:tree_ptr[rank + 1]])]
+             for rank, seed in enumerate(seeds)]
+    support = np.zeros(len(codes), dtype=np.int64)
+    for seed in {s for s in seeds if s is not None}:  # distinct seed refs: a repeat adds nothing
+        support += touched[seed_codes.index(seed)][:len(codes)]
+    return Traversal(codes=codes, distance=distance, seed_rank=seed_rank, support=support, mass=mass,
+                     pruned=int(pruned), _tokens=tokens, _refs=index.refs, _view=view, _max_candidates=max_candidates,
+                     _via=via, _via_type=via_type, _trees=trees, _touched=touched_masks, _seeds=seed_codes)

@@ -132,6 +132,11 @@ class View:
             cached = self._lazy["transposed"] = (np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), order)
         return cached
 
+    def pool(self, name: str) -> list:
+        """A list kept with the view under ``name``: reusable scratch for traversals over it (take one with
+        ``pop()``, give it back with ``append()``, so concurrent traversals never share one)."""
+        return self._lazy.setdefault(("pool", name), [])
+
     def warning_texts(self, refs: np.ndarray, codes: np.ndarray) -> list[str]:
         """The fan-out warning of each node in ``codes`` (texts built once per node and view)."""
         texts = self._lazy.get("warnings")

@@ -114,7 +114,10 @@ def top_order(values: np.ndarray, rows: np.ndarray, top: int | None) -> np.ndarr
         return rows[np.lexsort((rows, -values))]
     if top <= 0:
         return rows[:0]
-    cut = np.partition(values, len(values) - top)[len(values) - top]  # the top-th largest value
+    # the top-th largest value, selected from the front of the negated values: numpy's introselect with the kth
+    # near the end of many equal values (common BM25 scores of a short query) took 25x longer (2.2 vs 0.09 ms
+    # on 20k rows with two distinct scores)
+    cut = -np.partition(-values, top - 1)[top - 1]
     above = values > cut
     tied = np.flatnonzero(values == cut)
     tied = tied[np.argsort(rows[tied], kind="stable")][: top - int(above.sum())]  # ties: lowest rows first

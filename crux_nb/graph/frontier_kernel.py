@@ -1,0 +1,258 @@
+"""The compiled traversal (numba, the ``fast`` extra): :mod:`.frontier`'s traversal one entry at a time.
+
+Same generations, same order, same arithmetic: a generation's reads run in frontier order, each
+entry in CSR order, so the first occurrence of a peer is its first discovery, a strict ``<`` on the
+running best distance keeps the first entry with the shortest one, and a candidate's mass adds
+each generation's part (a sum from 0 in entry order, as ``np.bincount`` sums) to a running total,
+as :mod:`.frontier` adds its parts. Candidates, distances, routes, supports, warnings, pruned
+reads and mass are the numpy traversal's bit for bit (``tests/test_frontier_kernel.py``).
+
+Per entry a compiled loop costs nanoseconds where numpy pays a call per generation, so nothing is
+deferred: a terminal generation after the candidate ceiling is settled at once, through the candidates'
+incoming entries when they are fewer than its own (sorted into the forward read's order).
+``CRUX_NB_TRAVERSAL=numpy`` turns the kernel off (numba not installed: it is off).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import numpy as np
+
+from .traversal import CAP
+
+__all__ = ["available", "installed", "run"]
+
+_compiled = None
+# a node's pos during one seed's search: its index in the next frontier when discovered in this generation below
+# depth, else one of these (one read per entry tells both whether it is new and where its mass goes)
+UNSEEN, SEEN = -1, -2
+
+
+def installed() -> bool:
+    """True when numba (the ``fast`` extra) is installed; it is imported only when the kernel first compiles."""
+    return importlib.util.find_spec("numba") is not None
+
+
+def available() -> bool:
+    """True when numba is installed and ``CRUX_NB_TRAVERSAL`` does not ask for the numpy traversal."""
+    return installed() and os.environ.get("CRUX_NB_TRAVERSAL", "").lower() != "numpy"
+
+
+def _carried(passed, nx, c, damping):
+    """The mass an entry carries: its read node's share, times ``damping`` for a hop landing past distance 1."""
+    if damping != 1.0 and nx >= 2 and c == 1:
+        return passed * damping
+    return passed
+
+
+def _reach(sl, e, nx, carried, r, nparts, has_weights, part, in_part, part_slots, touched, best_dist, best_rank,
+           via, via_type, owner, etype):
+    """Entry ``e`` reaches candidate slot ``sl``: its mass joins this generation's part, seed ``r`` touches it,
+    and a strictly shorter distance takes the route. Returns the part's slot count."""
+    if has_weights:
+        if not in_part[sl]:
+            in_part[sl] = True
+            part_slots[nparts] = sl
+            nparts += 1
+        part[sl] += carried
+    touched[r, sl] = True
+    if nx < best_dist[sl]:
+        best_dist[sl], best_rank[sl] = nx, r
+        via[sl], via_type[sl] = owner[e], etype[e]
+    return nparts
+
+
+def _settle(exp, edist, passed, nexp, s, r, slot, codes, count, t_indptr, by_peer, owner, peer, cost, etype, pos,
+            keys, has_weights, damping, part, in_part, part_slots, touched, best_dist,
+            best_rank, via, via_type):
+    """A terminal generation past the ceiling through the candidates' incoming entries: those whose row is read
+    here, sorted by (read position, entry) -- the forward read's order -- then added up as the forward read would.
+    Returns the number of slots in this generation's mass part."""
+    e_count = len(peer)
+    for i in range(nexp):
+        pos[exp[i]] = i
+    nk = 0
+    for k in range(count):
+        c = codes[k]
+        if c == s:
+            continue
+        for t in range(t_indptr[c], t_indptr[c + 1]):
+            e = by_peer[t]
+            o = pos[owner[e]]
+            if o >= 0:
+                keys[nk] = o * e_count + e
+                nk += 1
+    for i in range(nexp):
+        pos[exp[i]] = SEEN
+    order = np.sort(keys[:nk])
+    nparts = 0
+    for key in order:
+        i, e = key // e_count, key % e_count
+        nx = edist[i] + cost[e]
+        nparts = _reach(slot[peer[e]], e, nx, _carried(passed[i], nx, cost[e], damping), r, nparts, has_weights,
+                        part, in_part, part_slots, touched, best_dist, best_rank, via, via_type, owner, etype)
+    return nparts
+
+
+def _kernel(indptr, peer, etype, owner, cost, zero, spec, truncated, t_indptr, by_peer, seeds, weights,
+            has_weights, depth, max_candidates, floor, damping, margin, slot, pos, marked, front, fdist, fmass,
+            exp, edist, passed, keys):
+    n, ns, m = len(indptr) - 1, len(seeds), max(max_candidates, 1)
+    big = np.iinfo(np.int64).max
+    codes = np.empty(m, np.int64)
+    best_dist, best_rank = np.full(m, big, np.int64), np.full(m, big, np.int64)
+    via, via_type = np.full(m, -1, np.int64), np.full(m, -1, np.int64)
+    mass, part = np.zeros(m), np.zeros(m)  # the running total; this generation's part
+    in_part, part_slots = np.zeros(m, np.bool_), np.empty(m, np.int64)
+    touched = np.zeros((ns, m), np.bool_)
+    # every buffer at its largest size (np.empty touches no page until written): an array reassigned inside the
+    # entry loop would cost reference counting on every entry (about 5x the loop's time, measured)
+    tokens = np.empty(ns * n + 1, np.int64)  # a node is read at most once per seed, the ceiling warned once
+    tree_node, tree_entry = np.empty(ns * n, np.int64), np.empty(ns * n, np.int64)
+    tree_ptr = np.zeros(ns + 1, np.int64)
+    ntok = ntree = count = pruned = 0
+    capped = False
+    incoming = 0  # the candidates' incoming entries, counted when the ceiling fixes them
+    for r in range(ns):
+        s = seeds[r]
+        if s < 0:
+            tree_ptr[r + 1] = ntree
+            continue
+        w = weights[r]
+        nmarked, marked[0], pos[s] = 1, s, SEEN
+        cur = 0  # row of this generation's frontier in front/fdist/fmass; the next one's is 1 - cur
+        front[cur, 0], fdist[cur, 0], fmass[cur, 0] = s, 0, w
+        flen = 1
+        while flen > 0:
+            # the nodes read in this generation: below depth and, past the first hop, not thinner than the floor
+            nexp = 0
+            terminal = True
+            for j in range(flen):
+                v, d = front[cur, j], fdist[cur, j]
+                if d >= depth:
+                    continue
+                if floor > 0.0 and has_weights and d >= 1 and fmass[cur, j] * spec[v] < w * floor * (1 - margin):
+                    pruned += 1
+                    continue
+                exp[nexp], edist[nexp] = v, d
+                passed[nexp] = fmass[cur, j] * spec[v] if has_weights else 0.0
+                if d != depth - 1 or zero[v]:
+                    terminal = False
+                nexp += 1
+            if nexp == 0:
+                break
+            nxt = 1 - cur
+            nparts = nnext = 0
+            backward = False
+            if terminal and capped:  # only mass and support of the fixed candidates: read whichever side is smaller
+                forward = 0
+                for i in range(nexp):
+                    forward += indptr[exp[i] + 1] - indptr[exp[i]]
+                backward = incoming < forward
+            if backward:
+                nparts = _settle(exp, edist, passed, nexp, s, r, slot, codes, count, t_indptr, by_peer, owner, peer,
+                                 cost, etype, pos, keys, has_weights, damping, part, in_part, part_slots, touched,
+                                 best_dist, best_rank, via, via_type)
+                for i in range(nexp):
+                    if truncated[exp[i]]:
+                        tokens[ntok] = exp[i]
+                        ntok += 1
+                nexp = 0  # read: skip the forward loop
+            for i in range(nexp):
+                v = exp[i]
+                if truncated[v]:
+                    tokens[ntok] = v
+                    ntok += 1
+                for e in range(indptr[v], indptr[v + 1]):
+                    p = peer[e]
+                    nx = edist[i] + cost[e]
+                    carried = _carried(passed[i], nx, cost[e], damping)
+                    if p != s:
+                        sl = slot[p]
+                        if sl < 0 and not capped:
+                            if count < max_candidates:
+                                sl = count
+                                slot[p] = sl
+                                codes[count] = p
+                                count += 1
+                            else:
+                                capped = True
+                                tokens[ntok] = CAP
+                                ntok += 1
+                                for k in range(count):  # the candidates are fixed: their incoming entries too
+                                    incoming += t_indptr[codes[k] + 1] - t_indptr[codes[k]]
+                        if sl >= 0:
+                            nparts = _reach(sl, e, nx, carried, r, nparts, has_weights, part, in_part, part_slots,
+                                            touched, best_dist, best_rank, via, via_type, owner, etype)
+                    if terminal:
+                        continue
+                    q = pos[p]
+                    if q == UNSEEN:
+                        marked[nmarked] = p
+                        nmarked += 1
+                        if nx < depth:  # a first discovery below depth is read next; one at depth is only seen
+                            q = pos[p] = nnext
+                            front[nxt, nnext], fdist[nxt, nnext], fmass[nxt, nnext] = p, nx, 0.0
+                            tree_node[ntree], tree_entry[ntree] = p, e
+                            ntree += 1
+                            nnext += 1
+                        else:
+                            pos[p] = SEEN
+                    if has_weights and q >= 0:  # mass reaching a node discovered in this generation
+                        fmass[nxt, q] += carried
+            for k in range(nparts):  # this generation's part joins the running total
+                sl = part_slots[k]
+                mass[sl] += part[sl]
+                part[sl] = 0.0
+                in_part[sl] = False
+            for k in range(nnext):
+                pos[front[nxt, k]] = SEEN
+            if terminal:
+                break
+            cur, flen = nxt, nnext
+        for k in range(nmarked):
+            pos[marked[k]] = UNSEEN
+        tree_ptr[r + 1] = ntree
+    for k in range(count):  # the scratch goes back to the pool as it came: no slot, nothing seen, no position
+        slot[codes[k]] = -1
+    return (codes[:count].copy(), best_dist[:count].copy(), best_rank[:count].copy(), via[:count].copy(),
+            via_type[:count].copy(), mass[:count].copy(), touched, tokens[:ntok].copy(), pruned,
+            tree_node[:ntree].copy(), tree_entry[:ntree].copy(), tree_ptr)
+
+
+def _compile():
+    global _compiled, _carried, _reach, _settle
+    if _compiled is None:
+        import numba  # the `fast` extra; importing it costs ~0.3 s, so not before the first traversal
+
+        # the kernel resolves the helpers as globals when it compiles; the small ones inlined at numba's level
+        _carried = numba.njit(inline="always", cache=True)(_carried)
+        _reach = numba.njit(inline="always", cache=True)(_reach)
+        _settle = numba.njit(cache=True)(_settle)
+        _compiled = numba.njit(cache=True)(_kernel)
+    return _compiled
+
+
+def run(view, cost: np.ndarray, zero: np.ndarray, seeds: np.ndarray, weights: np.ndarray | None, *, depth: int,
+        max_candidates: int, floor: float | None, damping: float, margin: float) -> tuple:
+    """The kernel's arrays for one traversal (see :func:`crux_nb.graph.frontier.traverse`)."""
+    has_weights = weights is not None
+    w = np.asarray(weights, dtype=np.float64) if has_weights else np.zeros(len(seeds))
+    t_indptr, by_peer = view.transposed()
+    kernel = _compile()
+    pool = view.pool("kernel scratch")  # node-sized scratch, reused: fresh pages cost more than the traversal
+    scratch = pool.pop() if pool else _scratch(len(view.indptr) - 1, len(view.peer))
+    result = kernel(view.indptr, view.peer, view.etype, view.owner, cost, zero, view.spec, view.truncated,
+                    t_indptr, by_peer, np.asarray(seeds, dtype=np.int64), w, has_weights, int(depth),
+                    int(max_candidates), float(floor or 0.0), float(damping), float(margin), *scratch)
+    pool.append(scratch)  # only after a call that finished: one that failed may have left marks in it
+    return result
+
+
+def _scratch(n: int, entries: int) -> tuple:
+    """(slot, pos: reset by every call) and buffers the kernel overwrites before reading."""
+    return (np.full(n, -1, np.int64), np.full(n, UNSEEN, np.int64), np.empty(n, np.int64),
+            np.empty((2, n), np.int64), np.empty((2, n), np.int64), np.empty((2, n)), np.empty(n, np.int64),
+            np.empty(n, np.int64), np.empty(n), np.empty(entries, np.int64))

@@ -1,0 +1,86 @@
+"""The result of one ``expand_relations`` traversal (:func:`crux_nb.graph.frontier.traverse`): candidates in
+discovery order with their best routes, supports, mass and warnings; routes and supports are read on demand.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .frontier_index import View
+
+__all__ = ["Traversal", "CAP"]
+
+CAP = -1  # the candidate-ceiling warning in the warning stream (other tokens are codes of truncated reads)
+
+
+@dataclass
+class Traversal:
+    """Candidates in discovery order with their best (distance, seed rank) route, support and mass."""
+
+    codes: np.ndarray
+    distance: np.ndarray
+    seed_rank: np.ndarray
+    support: np.ndarray  # number of distinct seeds reaching each candidate
+    mass: np.ndarray
+    pruned: int = 0  # reads the relevance floor skipped (see the module docstring)
+    _tokens: np.ndarray = field(repr=False, default=None)
+    _refs: np.ndarray = field(repr=False, default=None)
+    _view: View = field(repr=False, default=None)
+    _max_candidates: int = 0
+    _via: np.ndarray = field(repr=False, default=None)
+    _via_type: np.ndarray = field(repr=False, default=None)
+    _trees: list = field(repr=False, default_factory=list)
+    _touched: list = field(repr=False, default_factory=list)
+    _seeds: list = field(repr=False, default_factory=list)
+
+    def _texts(self, tokens: np.ndarray) -> list[str]:
+        texts = self._view.warning_texts(self._refs, np.where(tokens == CAP, 0, tokens))
+        cap = f"expand_relations truncated graph candidates at {self._max_candidates}."
+        for i in np.flatnonzero(tokens == CAP).tolist():
+            texts[i] = cap
+        return texts
+
+    @property
+    def warnings(self) -> list[str]:
+        """Every warning in order: a fan-out cut per truncated read, the candidate ceiling once."""
+        return self._texts(self._tokens) if len(self._tokens) else []
+
+    def collapsed_warnings(self) -> list[str]:
+        """``collapse_warnings(self.warnings)`` without writing the repeats: each once, with its count."""
+        if not len(self._tokens):
+            return []
+        distinct, first, counts = np.unique(self._tokens, return_index=True, return_counts=True)
+        order = np.argsort(first)
+        texts = self._texts(distinct[order])
+        return [w if n == 1 else f"{w} ({n} times)" for w, n in zip(texts, counts[order].tolist())]
+
+    def _tree(self, rank: int) -> tuple[np.ndarray, np.ndarray]:
+        """(nodes the seed's search read, sorted; the entry that discovered each), built on first use."""
+        tree = self._trees[rank]
+        if isinstance(tree, list):  # (frontier nodes, their entries) per generation
+            nodes = np.concatenate([f for f, _ in tree]) if tree else np.zeros(0, dtype=np.int64)
+            entries = np.concatenate([e for _, e in tree]) if tree else np.zeros(0, dtype=np.int64)
+            order = np.argsort(nodes)  # a node is discovered once per search: no ties, any sort is stable
+            tree = self._trees[rank] = (nodes[order], entries[order])
+        return tree
+
+    def path(self, i: int) -> tuple[list[int], list[int]]:
+        """(node codes from the seed, edge type codes) of candidate ``i``'s recorded route."""
+        rank = int(self.seed_rank[i])
+        found, by = self._tree(rank)
+        nodes, types = [int(self.codes[i])], [int(self._via_type[i])]
+        node = int(self._via[i])
+        while node != self._seeds[rank]:
+            nodes.append(node)
+            entry = int(by[np.searchsorted(found, node)])
+            types.append(int(self._view.etype[entry]))
+            node = int(self._view.owner[entry])
+        nodes.append(node)
+        return nodes[::-1], types[::-1]
+
+    def supports(self, i: int) -> list[int]:
+        """Codes of the distinct seeds whose traversal reached candidate ``i``, sorted."""
+        return sorted({self._seeds[r] for r, touched in enumerate(self._touched)
+                       if touched is not None and touched[i]})
