@@ -320,18 +320,14 @@ def traverse(index: TraversalIndex, view: View, seeds: list[int | None], *, dept
                             weights=weights, floor=floor, damping=damping)
     run = _Run(index, view, depth=depth, entity_hops=entity_hops, max_candidates=max_candidates, floor=floor,
                damping=damping)
-    trees, touched_masks, counted = [None] * len(seeds), [None] * len(seeds), set()
+    trees, touched_masks = [None] * len(seeds), [None] * len(seeds)
     seed_codes = [-1 if seed is None else seed for seed in seeds]
     for rank, seed in enumerate(seeds):
         if seed is not None:
             trees[rank], touched_masks[rank] = run.seed(rank, seed, None if weights is None else float(weights[rank]))
     run.finish()
     codes = np.concatenate(run.codes).astype(np.int64) if run.codes else np.zeros(0, dtype=np.int64)
-    support = np.zeros(len(codes), dtype=np.int64)
-    for seed, touched in zip(seeds, touched_masks):
-        if seed is not None and seed not in counted:  # support counts distinct seed refs: a repeat adds nothing
-            counted.add(seed)
-            support += touched[:len(codes)]
+    support = _support(seeds, touched_masks, len(codes))
     tokens = np.concatenate(run.tokens).astype(np.int64) if run.tokens else np.zeros(0, dtype=np.int64)
     count = len(codes)
     return Traversal(codes=codes, distance=run.best_dist[:count].copy(), seed_rank=run.best_rank[:count].copy(),
@@ -339,6 +335,16 @@ def traverse(index: TraversalIndex, view: View, seeds: list[int | None], *, dept
                      _refs=index.refs, _view=view,
                      _max_candidates=max_candidates, _via=run.via[:count].copy(), _via_type=run.via_type[:count].copy(),
                      _trees=trees, _touched=touched_masks, _seeds=seed_codes)
+
+
+def _support(seeds: list[int | None], touched_masks: list[np.ndarray | None], count: int) -> np.ndarray:
+    """Per candidate, the number of distinct seeds whose search touched it (a repeated seed adds nothing)."""
+    support, counted = np.zeros(count, dtype=np.int64), set()
+    for seed, touched in zip(seeds, touched_masks):
+        if seed is not None and seed not in counted:
+            counted.add(seed)
+            support += touched[:count]
+    return support
 
 
 def _from_kernel(index: TraversalIndex, view: View, seeds: list[int | None], *, depth: int, entity_hops: str,
@@ -352,9 +358,7 @@ def _from_kernel(index: TraversalIndex, view: View, seeds: list[int | None], *, 
     trees = [None if seed is None else [(tree_node[tree_ptr[rank]:tree_ptr[rank + 1]],
                                           tree_entry[tree_ptr[rank]:tree_ptr[rank + 1]])]
              for rank, seed in enumerate(seeds)]
-    support = np.zeros(len(codes), dtype=np.int64)
-    for seed in {s for s in seeds if s is not None}:  # distinct seed refs: a repeat adds nothing
-        support += touched[seed_codes.index(seed)][:len(codes)]
+    support = _support(seeds, touched_masks, len(codes))
     return Traversal(codes=codes, distance=distance, seed_rank=seed_rank, support=support, mass=mass,
                      pruned=int(pruned), _tokens=tokens, _refs=index.refs, _view=view, _max_candidates=max_candidates,
                      _via=via, _via_type=via_type, _trees=trees, _touched=touched_masks, _seeds=seed_codes)
