@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from crux_nb.graph import frontier, frontier_kernel
 from crux_nb.graph.frontier import traverse
+from crux_nb.graph.traversal import Traversal
 from crux_nb.refs import decode_ref
 from crux_nb.testing import make_kb
 
@@ -100,16 +101,23 @@ def compare(kb, seeds, *, types, direction, depth, entity_hops, fan_out, max_can
 settings_ = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.mark.parametrize("sort_tree", [Traversal.SORT_TREE, 0], ids=["scan", "sorted"])
 @pytest.mark.parametrize("engine", ENGINES)
 @settings_
 @given(graph=graphs(), data=st.data())
-def test_vectorised_traversal_matches_the_python_oracle(engine, graph, data):
+def test_vectorised_traversal_matches_the_python_oracle(engine, sort_tree, graph, data):
+    """Routes are looked up in a seed's tree by a scan (small trees) or in its sorted copy (``sort_tree`` 0: all)."""
     chunks, parents, entity_refs, edges, nodes = graph
     kb = build(chunks, parents, entity_refs, edges)
     seeds = data.draw(st.lists(st.sampled_from(nodes), min_size=1, max_size=4))
     types = data.draw(st.sampled_from([None, ["mentions", "related"], ["sequence", "references"], list(TYPES),
                                        ["hierarchy", "related"]]))
     relevance = data.draw(st.booleans())
+    with mock.patch.object(Traversal, "SORT_TREE", sort_tree):
+        _compare_drawn(kb, seeds, types, relevance, data, engine)
+
+
+def _compare_drawn(kb, seeds, types, relevance, data, engine):
     compare(kb, seeds, types=types, direction=data.draw(st.sampled_from([None, "out", "in"])),
             depth=data.draw(st.integers(1, 3)), entity_hops=data.draw(st.sampled_from(["free", "counted"])),
             fan_out=data.draw(st.integers(1, 4)), max_candidates=data.draw(st.integers(1, 8)),

@@ -64,3 +64,13 @@ def test_a_reopened_knowledge_base_builds_its_own_index(tmp_path):
     back = crux_nb.open(tmp_path / "kb")
     assert back.state.shared is not kb.state.shared
     assert np.array_equal(BM25Leg().scores(back.state, "gateway plan"), bm25s_scores(back.state, "gateway plan"))
+
+
+@pytest.mark.parametrize("query", QUERIES + ["Ünïcode ÉCOLE straße İstanbul", "x-ray x_ray a1 1a __ 42", "Who's the O'Neil?",
+                                             "tab\tnew\nline  ÀÉ", "日本語 テキスト", "ΣΊΣΥΦΟΣ σίσυφος"])
+def test_query_tokens_equal_bm25s_tokenize(query):
+    import bm25s
+
+    shared = lexical_index.SharedTokens()
+    expected = bm25s.tokenize([query], stopwords="en", return_ids=False, show_progress=False)[0]
+    assert shared.query_tokens(query) == list(expected)

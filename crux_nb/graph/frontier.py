@@ -351,9 +351,8 @@ def _from_kernel(index: TraversalIndex, view: View, seeds: list[int | None], *, 
                  max_candidates: int, weights: np.ndarray | None, floor: float | None, damping: float) -> Traversal:
     seed_codes = [-1 if seed is None else seed for seed in seeds]
     (codes, distance, seed_rank, via, via_type, mass, touched, tokens, pruned, tree_node, tree_entry,
-     tree_ptr) = frontier_kernel.run(view, view.cost[entity_hops], view.zero_cost[entity_hops], seed_codes, weights,
-                                     depth=depth, max_candidates=max_candidates, floor=floor, damping=damping,
-                                     margin=FLOOR_MARGIN)
+     tree_ptr) = frontier_kernel.run(view, entity_hops, seed_codes, weights, depth=depth,
+                                     max_candidates=max_candidates, floor=floor, damping=damping, margin=FLOOR_MARGIN)
     touched_masks = [None if seed is None else touched[rank] for rank, seed in enumerate(seeds)]
     trees = [None if seed is None else [(tree_node[tree_ptr[rank]:tree_ptr[rank + 1]],
                                           tree_entry[tree_ptr[rank]:tree_ptr[rank + 1]])]

@@ -132,6 +132,17 @@ class View:
             cached = self._lazy["transposed"] = (np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), order)
         return cached
 
+    def hops(self, rule: str) -> np.ndarray:
+        """Per entry ``peer << 1 | hop cost`` under entity-hop ``rule``: what the compiled traversal reads, one word
+        an entry (int32 below 2**30 nodes), built on first use."""
+        key = ("hops", rule)
+        cached = self._lazy.get(key)
+        if cached is None:
+            dtype = np.int32 if len(self.truncated) < 2**30 else np.int64
+            packed = (self.peer.astype(np.int64) << 1) | self.cost[rule].astype(np.int64)
+            cached = self._lazy[key] = packed.astype(dtype)
+        return cached
+
     def pool(self, name: str) -> list:
         """A list kept with the view under ``name``: reusable scratch for traversals over it (take one with
         ``pop()``, give it back with ``append()``, so concurrent traversals never share one)."""

@@ -11,6 +11,12 @@ Per entry a compiled loop costs nanoseconds where numpy pays a call per generati
 deferred: a terminal generation after the candidate ceiling is settled at once, through the candidates'
 incoming entries when they are fewer than its own (sorted into the forward read's order).
 ``CRUX_NB_TRAVERSAL=numpy`` turns the kernel off (numba not installed: it is off).
+
+What an entry costs is memory, not arithmetic (bench/expand_latency.py, the kernel alone on the 100k graph:
+4.6 -> 1.8 ms a query): an entry is one 4-byte word (peer and hop cost, :meth:`.View.hops`); whether a node
+was seen, was discovered in this generation or is a candidate is a bit in a set of n/8 bytes that stays in
+the L1 cache, where a node-sized array read per entry missed it; and the output buffers are pooled, since a
+fresh allocation per call paid a page fault per page written.
 """
 
 from __future__ import annotations
@@ -26,8 +32,8 @@ __all__ = ["available", "installed", "run"]
 
 _compiled = None
 # a node's pos during one seed's search: its index in the next frontier when discovered in this generation below
-# depth, else one of these (one read per entry tells both whether it is new and where its mass goes)
-UNSEEN, SEEN = -1, -2
+# depth (its bit in the fresh set says so), else UNSEEN
+UNSEEN = -1
 
 
 def installed() -> bool:
@@ -40,17 +46,18 @@ def available() -> bool:
     return installed() and os.environ.get("CRUX_NB_TRAVERSAL", "").lower() != "numpy"
 
 
-def _carried(passed, nx, c, damping):
-    """The mass an entry carries: its read node's share, times ``damping`` for a hop landing past distance 1."""
-    if damping != 1.0 and nx >= 2 and c == 1:
+def _counted(passed, d, damping):
+    """The mass a counted hop from a read at distance ``d`` carries: landing past distance 1, ``damping`` of the
+    read node's share ``passed``; a free hop carries ``passed`` whole."""
+    if damping != 1.0 and d >= 1:
         return passed * damping
     return passed
 
 
-def _reach(sl, e, nx, carried, r, nparts, has_weights, part, in_part, part_slots, touched, best_dist, best_rank,
-           via, via_type, owner, etype):
-    """Entry ``e`` reaches candidate slot ``sl``: its mass joins this generation's part, seed ``r`` touches it,
-    and a strictly shorter distance takes the route. Returns the part's slot count."""
+def _reach(sl, e, v, nx, carried, r, nparts, has_weights, part, in_part, part_slots, touched, best_dist, best_rank,
+           via, via_type, etype):
+    """Entry ``e`` of node ``v``'s read reaches candidate slot ``sl``: its mass joins this generation's part, seed
+    ``r`` touches it, and a strictly shorter distance takes the route. Returns the part's slot count."""
     if has_weights:
         if not in_part[sl]:
             in_part[sl] = True
@@ -60,17 +67,17 @@ def _reach(sl, e, nx, carried, r, nparts, has_weights, part, in_part, part_slots
     touched[r, sl] = True
     if nx < best_dist[sl]:
         best_dist[sl], best_rank[sl] = nx, r
-        via[sl], via_type[sl] = owner[e], etype[e]
+        via[sl], via_type[sl] = v, etype[e]
     return nparts
 
 
-def _settle(exp, edist, passed, nexp, s, r, slot, codes, count, t_indptr, by_peer, owner, peer, cost, etype, pos,
+def _settle(exp, edist, passed, nexp, s, r, slot, codes, count, t_indptr, by_peer, owner, hops, etype, pos,
             keys, has_weights, damping, part, in_part, part_slots, touched, best_dist,
             best_rank, via, via_type):
     """A terminal generation past the ceiling through the candidates' incoming entries: those whose row is read
     here, sorted by (read position, entry) -- the forward read's order -- then added up as the forward read would.
     Returns the number of slots in this generation's mass part."""
-    e_count = len(peer)
+    e_count = len(hops)
     for i in range(nexp):
         pos[exp[i]] = i
     nk = 0
@@ -85,32 +92,30 @@ def _settle(exp, edist, passed, nexp, s, r, slot, codes, count, t_indptr, by_pee
                 keys[nk] = o * e_count + e
                 nk += 1
     for i in range(nexp):
-        pos[exp[i]] = SEEN
+        pos[exp[i]] = UNSEEN
     order = np.sort(keys[:nk])
     nparts = 0
     for key in order:
         i, e = key // e_count, key % e_count
-        nx = edist[i] + cost[e]
-        nparts = _reach(slot[peer[e]], e, nx, _carried(passed[i], nx, cost[e], damping), r, nparts, has_weights,
-                        part, in_part, part_slots, touched, best_dist, best_rank, via, via_type, owner, etype)
+        cost = hops[e] & 1
+        carried = _counted(passed[i], edist[i], damping) if cost == 1 else passed[i]
+        nparts = _reach(slot[hops[e] >> 1], e, exp[i], edist[i] + cost, carried, r, nparts, has_weights, part,
+                        in_part, part_slots, touched, best_dist, best_rank, via, via_type, etype)
     return nparts
 
 
-def _kernel(indptr, peer, etype, owner, cost, zero, spec, truncated, t_indptr, by_peer, seeds, weights,
-            has_weights, depth, max_candidates, floor, damping, margin, slot, pos, marked, front, fdist, fmass,
-            exp, edist, passed, keys):
+def _kernel(indptr, hops, etype, owner, zero, spec, truncated, t_indptr, by_peer, seeds, weights,
+            has_weights, depth, max_candidates, floor, damping, margin, slot, pos, front, fdist, fmass,
+            exp, edist, passed, keys, seen, fresh, is_candidate, tokens, tree_node, tree_entry):
     n, ns, m = len(indptr) - 1, len(seeds), max(max_candidates, 1)
     big = np.iinfo(np.int64).max
+    one = np.uint64(1)
     codes = np.empty(m, np.int64)
     best_dist, best_rank = np.full(m, big, np.int64), np.full(m, big, np.int64)
     via, via_type = np.full(m, -1, np.int64), np.full(m, -1, np.int64)
     mass, part = np.zeros(m), np.zeros(m)  # the running total; this generation's part
     in_part, part_slots = np.zeros(m, np.bool_), np.empty(m, np.int64)
     touched = np.zeros((ns, m), np.bool_)
-    # every buffer at its largest size (np.empty touches no page until written): an array reassigned inside the
-    # entry loop would cost reference counting on every entry (about 5x the loop's time, measured)
-    tokens = np.empty(ns * n + 1, np.int64)  # a node is read at most once per seed, the ceiling warned once
-    tree_node, tree_entry = np.empty(ns * n, np.int64), np.empty(ns * n, np.int64)
     tree_ptr = np.zeros(ns + 1, np.int64)
     ntok = ntree = count = pruned = 0
     capped = False
@@ -121,7 +126,7 @@ def _kernel(indptr, peer, etype, owner, cost, zero, spec, truncated, t_indptr, b
             tree_ptr[r + 1] = ntree
             continue
         w = weights[r]
-        nmarked, marked[0], pos[s] = 1, s, SEEN
+        seen[s >> 6] |= one << (s & 63)
         cur = 0  # row of this generation's frontier in front/fdist/fmass; the next one's is 1 - cur
         front[cur, 0], fdist[cur, 0], fmass[cur, 0] = s, 0, w
         flen = 1
@@ -152,8 +157,8 @@ def _kernel(indptr, peer, etype, owner, cost, zero, spec, truncated, t_indptr, b
                     forward += indptr[exp[i] + 1] - indptr[exp[i]]
                 backward = incoming < forward
             if backward:
-                nparts = _settle(exp, edist, passed, nexp, s, r, slot, codes, count, t_indptr, by_peer, owner, peer,
-                                 cost, etype, pos, keys, has_weights, damping, part, in_part, part_slots, touched,
+                nparts = _settle(exp, edist, passed, nexp, s, r, slot, codes, count, t_indptr, by_peer, owner, hops,
+                                 etype, pos, keys, has_weights, damping, part, in_part, part_slots, touched,
                                  best_dist, best_rank, via, via_type)
                 for i in range(nexp):
                     if truncated[exp[i]]:
@@ -165,16 +170,22 @@ def _kernel(indptr, peer, etype, owner, cost, zero, spec, truncated, t_indptr, b
                 if truncated[v]:
                     tokens[ntok] = v
                     ntok += 1
+                d, free = edist[i], passed[i]
+                counted = _counted(free, d, damping)
                 for e in range(indptr[v], indptr[v + 1]):
-                    p = peer[e]
-                    nx = edist[i] + cost[e]
-                    carried = _carried(passed[i], nx, cost[e], damping)
+                    x = hops[e]
+                    p, cost = x >> 1, x & 1
+                    nx = d + cost
+                    carried = counted if cost == 1 else free
+                    # node state as bits (a few KB, in the L1 cache) instead of a read of a node-sized array per entry
+                    word, bit = p >> 6, one << (p & 63)
                     if p != s:
-                        sl = slot[p]
+                        sl = slot[p] if is_candidate[word] & bit else -1
                         if sl < 0 and not capped:
                             if count < max_candidates:
                                 sl = count
                                 slot[p] = sl
+                                is_candidate[word] |= bit
                                 codes[count] = p
                                 count += 1
                             else:
@@ -184,75 +195,84 @@ def _kernel(indptr, peer, etype, owner, cost, zero, spec, truncated, t_indptr, b
                                 for k in range(count):  # the candidates are fixed: their incoming entries too
                                     incoming += t_indptr[codes[k] + 1] - t_indptr[codes[k]]
                         if sl >= 0:
-                            nparts = _reach(sl, e, nx, carried, r, nparts, has_weights, part, in_part, part_slots,
-                                            touched, best_dist, best_rank, via, via_type, owner, etype)
+                            nparts = _reach(sl, e, v, nx, carried, r, nparts, has_weights, part, in_part, part_slots,
+                                            touched, best_dist, best_rank, via, via_type, etype)
                     if terminal:
                         continue
-                    q = pos[p]
-                    if q == UNSEEN:
-                        marked[nmarked] = p
-                        nmarked += 1
+                    if not seen[word] & bit:
+                        seen[word] |= bit
                         if nx < depth:  # a first discovery below depth is read next; one at depth is only seen
-                            q = pos[p] = nnext
-                            front[nxt, nnext], fdist[nxt, nnext], fmass[nxt, nnext] = p, nx, 0.0
+                            pos[p] = nnext
+                            fresh[word] |= bit
+                            front[nxt, nnext], fdist[nxt, nnext] = p, nx
+                            fmass[nxt, nnext] = carried if has_weights else 0.0  # 0.0 + carried, as numpy adds
                             tree_node[ntree], tree_entry[ntree] = p, e
                             ntree += 1
                             nnext += 1
-                        else:
-                            pos[p] = SEEN
-                    if has_weights and q >= 0:  # mass reaching a node discovered in this generation
-                        fmass[nxt, q] += carried
+                    elif has_weights and fresh[word] & bit:  # more mass for a node discovered in this generation
+                        fmass[nxt, pos[p]] += carried
             for k in range(nparts):  # this generation's part joins the running total
                 sl = part_slots[k]
                 mass[sl] += part[sl]
                 part[sl] = 0.0
                 in_part[sl] = False
             for k in range(nnext):
-                pos[front[nxt, k]] = SEEN
+                pos[front[nxt, k]] = UNSEEN
+                fresh[front[nxt, k] >> 6] = 0
             if terminal:
                 break
             cur, flen = nxt, nnext
-        for k in range(nmarked):
-            pos[marked[k]] = UNSEEN
+        seen[:] = 0  # a few KB: cheaper than remembering what was marked
         tree_ptr[r + 1] = ntree
     for k in range(count):  # the scratch goes back to the pool as it came: no slot, nothing seen, no position
         slot[codes[k]] = -1
+        is_candidate[codes[k] >> 6] = 0
     return (codes[:count].copy(), best_dist[:count].copy(), best_rank[:count].copy(), via[:count].copy(),
             via_type[:count].copy(), mass[:count].copy(), touched, tokens[:ntok].copy(), pruned,
             tree_node[:ntree].copy(), tree_entry[:ntree].copy(), tree_ptr)
 
 
 def _compile():
-    global _compiled, _carried, _reach, _settle
+    global _compiled, _counted, _reach, _settle
     if _compiled is None:
         import numba  # the `fast` extra; importing it costs ~0.3 s, so not before the first traversal
 
         # the kernel resolves the helpers as globals when it compiles; the small ones inlined at numba's level
-        _carried = numba.njit(inline="always", cache=True)(_carried)
+        _counted = numba.njit(inline="always", cache=True)(_counted)
         _reach = numba.njit(inline="always", cache=True)(_reach)
         _settle = numba.njit(cache=True)(_settle)
         _compiled = numba.njit(cache=True)(_kernel)
     return _compiled
 
 
-def run(view, cost: np.ndarray, zero: np.ndarray, seeds: np.ndarray, weights: np.ndarray | None, *, depth: int,
-        max_candidates: int, floor: float | None, damping: float, margin: float) -> tuple:
-    """The kernel's arrays for one traversal (see :func:`crux_nb.graph.frontier.traverse`)."""
+def run(view, rule: str, seeds: np.ndarray, weights: np.ndarray | None, *, depth: int, max_candidates: int,
+        floor: float | None, damping: float, margin: float) -> tuple:
+    """The kernel's arrays for one traversal under entity-hop ``rule`` (see :func:`crux_nb.graph.frontier.traverse`)."""
     has_weights = weights is not None
     w = np.asarray(weights, dtype=np.float64) if has_weights else np.zeros(len(seeds))
     t_indptr, by_peer = view.transposed()
     kernel = _compile()
+    n = len(view.indptr) - 1
     pool = view.pool("kernel scratch")  # node-sized scratch, reused: fresh pages cost more than the traversal
-    scratch = pool.pop() if pool else _scratch(len(view.indptr) - 1, len(view.peer))
-    result = kernel(view.indptr, view.peer, view.etype, view.owner, cost, zero, view.spec, view.truncated,
-                    t_indptr, by_peer, np.asarray(seeds, dtype=np.int64), w, has_weights, int(depth),
-                    int(max_candidates), float(floor or 0.0), float(damping), float(margin), *scratch)
+    scratch = pool.pop() if pool else _scratch(n, len(view.peer))
+    # per seed at most every node read (a warning each) and discovered: sized for the seeds, kept while big enough
+    outputs = view.pool("kernel outputs")
+    out = outputs.pop() if outputs else None
+    if out is None or len(out[0]) < len(seeds) * n + 1:
+        out = tuple(np.empty(len(seeds) * n + 1, np.int64) for _ in range(3))
+    result = kernel(view.indptr, view.hops(rule), view.etype, view.owner, view.zero_cost[rule], view.spec,
+                    view.truncated, t_indptr, by_peer, np.asarray(seeds, dtype=np.int64), w, has_weights, int(depth),
+                    int(max_candidates), float(floor or 0.0), float(damping), float(margin), *scratch, *out)
     pool.append(scratch)  # only after a call that finished: one that failed may have left marks in it
+    outputs.append(out)
     return result
 
 
 def _scratch(n: int, entries: int) -> tuple:
-    """(slot, pos: reset by every call) and buffers the kernel overwrites before reading."""
-    return (np.full(n, -1, np.int64), np.full(n, UNSEEN, np.int64), np.empty(n, np.int64),
-            np.empty((2, n), np.int64), np.empty((2, n), np.int64), np.empty((2, n)), np.empty(n, np.int64),
-            np.empty(n, np.int64), np.empty(n), np.empty(entries, np.int64))
+    """(slot, pos: reset by every call), buffers the kernel overwrites before reading, and the bit sets of seen,
+    freshly discovered and candidate nodes (reset by every call)."""
+    words = (n + 63) // 64
+    return (np.full(n, -1, np.int64), np.full(n, UNSEEN, np.int64), np.empty((2, n), np.int64),
+            np.empty((2, n), np.int64), np.empty((2, n)), np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n),
+            np.empty(entries, np.int64), np.zeros(words, np.uint64), np.zeros(words, np.uint64),
+            np.zeros(words, np.uint64))

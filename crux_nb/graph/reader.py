@@ -15,7 +15,7 @@ from typing import Any, Literal, NamedTuple
 
 from ..errors import ParameterError
 from ..refs import ChunkRef, KnowledgeRef, as_ref, decode_ref, encode_ref
-from ..hits import EvidenceHit
+from ..hits import EvidenceHit, Provenance
 from .hydrate import chunk_hit
 from .adjacency import DIRECTION_NAMES, AdjacencyIndex
 from .structure import StructureIndex
@@ -203,3 +203,15 @@ class GraphReader:
         if row is None:
             return None
         return chunk_hit(self._state, row, namespace=self.namespace)
+
+    def hydrate_row(self, row: int, *, score: float = 0.0, provenance: Provenance | None = None) -> EvidenceHit:
+        """:meth:`hydrate` by chunk row of this reader's state (the rows of ``traversal_index.row_of_code``),
+        with ``score`` and ``provenance``: no ref is decoded or looked up, and no copy made to set them.
+
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_text("a.md", "Launch in May.")
+        >>> kb.reader.hydrate_row(0) == kb.reader.hydrate("chunk:a.md:c0000")
+        True
+        """
+        return chunk_hit(self._state, row, namespace=self.namespace, score=score, provenance=provenance)

@@ -34,6 +34,7 @@ class Traversal:
     _trees: list = field(repr=False, default_factory=list)
     _touched: list = field(repr=False, default_factory=list)
     _seeds: list = field(repr=False, default_factory=list)
+    _reached: np.ndarray | None = field(repr=False, default=None)
 
     def _texts(self, tokens: np.ndarray) -> list[str]:
         texts = self._view.warning_texts(self._refs, np.where(tokens == CAP, 0, tokens))
@@ -56,25 +57,31 @@ class Traversal:
         texts = self._texts(distinct[order])
         return [w if n == 1 else f"{w} ({n} times)" for w, n in zip(texts, counts[order].tolist())]
 
-    def _tree(self, rank: int) -> tuple[np.ndarray, np.ndarray]:
-        """(nodes the seed's search read, sorted; the entry that discovered each), built on first use."""
+    #: a tree at least this large is sorted once for its lookups; a smaller one is scanned per step (a route has a
+    #: few steps, and sorting a seed's tree cost more than the rest of hydrating a hit)
+    SORT_TREE = 4096
+
+    def _tree(self, rank: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """(nodes the seed's search read, the entry that discovered each, their sort order for a large tree)."""
         tree = self._trees[rank]
         if isinstance(tree, list):  # (frontier nodes, their entries) per generation
             nodes = np.concatenate([f for f, _ in tree]) if tree else np.zeros(0, dtype=np.int64)
             entries = np.concatenate([e for _, e in tree]) if tree else np.zeros(0, dtype=np.int64)
-            order = np.argsort(nodes)  # a node is discovered once per search: no ties, any sort is stable
-            tree = self._trees[rank] = (nodes[order], entries[order])
+            order = np.argsort(nodes) if len(nodes) >= self.SORT_TREE else None  # distinct nodes: no ties
+            tree = self._trees[rank] = (nodes, entries, order)
         return tree
 
     def path(self, i: int) -> tuple[list[int], list[int]]:
         """(node codes from the seed, edge type codes) of candidate ``i``'s recorded route."""
         rank = int(self.seed_rank[i])
-        found, by = self._tree(rank)
+        found, by, order = self._tree(rank)
         nodes, types = [int(self.codes[i])], [int(self._via_type[i])]
         node = int(self._via[i])
         while node != self._seeds[rank]:
             nodes.append(node)
-            entry = int(by[np.searchsorted(found, node)])
+            # a node is discovered once per search
+            at = np.flatnonzero(found == node)[0] if order is None else order[np.searchsorted(found, node, sorter=order)]
+            entry = int(by[at])
             types.append(int(self._view.etype[entry]))
             node = int(self._view.owner[entry])
         nodes.append(node)
@@ -82,5 +89,7 @@ class Traversal:
 
     def supports(self, i: int) -> list[int]:
         """Codes of the distinct seeds whose traversal reached candidate ``i``, sorted."""
-        return sorted({self._seeds[r] for r, touched in enumerate(self._touched)
-                       if touched is not None and touched[i]})
+        if self._reached is None:  # (seed rank, candidate), built once: a column per call, not a loop over seeds
+            rows = [np.zeros(len(self.codes), dtype=bool) if t is None else t[:len(self.codes)] for t in self._touched]
+            self._reached = np.array(rows, dtype=bool).reshape(len(rows), len(self.codes))
+        return sorted({self._seeds[r] for r in np.flatnonzero(self._reached[:, i]).tolist()})

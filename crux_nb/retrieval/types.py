@@ -105,7 +105,14 @@ class KnowledgeBinding:
     members: frozenset[str] | None = None  # a view's member sources; None = every source
 
     def hydrate(self, ref: KnowledgeRef | str) -> EvidenceHit | None:
-        hit = self.reader.hydrate(ref)
+        return self._admit(self.reader.hydrate(ref))
+
+    def hydrate_row(self, row: int, **fields: Any) -> EvidenceHit | None:
+        """The hit of chunk row ``row`` (``reader.hydrate_row``, ``fields`` its score and provenance), or ``None``
+        where the filter or view hides it."""
+        return self._admit(self.reader.hydrate_row(row, **fields))
+
+    def _admit(self, hit: EvidenceHit | None) -> EvidenceHit | None:
         if hit is not None and self.members is not None and hit.source.id not in self.members:
             return None
         if hit is None or not self.filter:

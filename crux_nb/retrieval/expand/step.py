@@ -27,7 +27,7 @@ and a dense leg in the run, the k entities whose name vectors are nearest the qu
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -244,17 +244,11 @@ class ExpandRelationsStep(Step):
         added: list[EvidenceHit] = []
         records: list[Expansion] = []
         order, scores, relevances = ranked  # candidates in rank order; the relevance ranking's score parts
-        for position, i in enumerate(order.tolist()):
+        rows = index.row_of_code[found.codes[order]]  # chunk rows; -1 for entities, sections, documents
+        positions = np.flatnonzero(rows >= 0)  # a hit's position counts every candidate ranked above it
+        for position, i, row in zip(positions.tolist(), order[positions].tolist(), rows[positions].tolist()):
             if len(added) >= self.limit:
                 break
-            code = int(found.codes[i])
-            if index.kind[code] != KIND_CHUNK:
-                continue
-            ref = index.refs[code]
-            hit = binding.hydrate(ref)
-            if hit is None or not isinstance(hit, EvidenceHit) or hit_key(hit) in taken:
-                continue
-            taken.add(hit_key(hit))
             nodes, etypes = found.path(i)
             path = tuple(index.refs[n] for n in nodes)
             edges = tuple(index.type_names[t] for t in etypes)
@@ -269,10 +263,14 @@ class ExpandRelationsStep(Step):
                                          score=score)
             distance = int(found.distance[i])
             graph = GraphProvenance(seed=path[0], path=path, edges=edges, distance=distance)
-            base = hit.provenance or Provenance()
-            raw = base.raw_score if base.raw_score is not None else hit.score
-            added.append(replace(hit, score=score, provenance=replace(base, raw_score=raw, fused_score=score, graph=graph)))
-            records.append(Expansion(key=hit_key(hit), ref=ref, seed=path[0], path=path, edges=edges,
+            # built whole (a hydrated chunk's raw score is 0): None where the request's filter or the view hides it
+            hit = binding.hydrate_row(row, score=score,
+                                      provenance=Provenance(raw_score=0.0, fused_score=score, graph=graph))
+            if hit is None or hit_key(hit) in taken:
+                continue
+            taken.add(hit_key(hit))
+            added.append(hit)
+            records.append(Expansion(key=hit_key(hit), ref=path[-1], seed=path[0], path=path, edges=edges,
                                      distance=distance, score=score, position=position,
                                      supports=tuple(index.refs[s] for s in found.supports(i)), reason=reason))
         return added, records

@@ -91,14 +91,11 @@ class BM25Leg:
         >>> BM25Leg().scores(kb.state, "the").tolist()  # only stop words: nothing matches
         [0.0, 0.0, 0.0]
         """
-        import bm25s
-
         n = len(state.lookup.columns["content"])
         if n == 0:
             return np.zeros(0)
         index = self._index(state)
-        terms = bm25s.tokenize([query], stopwords="en", return_ids=False, show_progress=False)[0]
-        ids = index.term_ids(terms)
+        ids = index.term_ids(index.shared.query_tokens(query))
         if not ids:
             return np.zeros(n)
         return np.asarray(index.scores(ids), dtype=float)

@@ -82,10 +82,9 @@ class RetrieveStep(Step):
         out = []
         for rank, row in enumerate(rows[: self.limit].tolist(), start=1):
             score = float(scores[row])
-            hit = chunk_hit(context.state, row, namespace=context.namespace, score=score)
             prov = Provenance(raw_score=score, per_source=(SourceScore(leg.id, score, rank),),
                               matched_queries=(planned.query,), ranks={leg.id: rank})
-            out.append(_with_provenance(hit, prov))
+            out.append(chunk_hit(context.state, row, namespace=context.namespace, score=score, provenance=prov))
         return out
 
     def _fused(self, groups, context: StepContext):
@@ -112,9 +111,9 @@ class RetrieveStep(Step):
                     ranks[leg.id] = rank
                     if planned.query not in matched:
                         matched.append(planned.query)
-            hit = chunk_hit(context.state, row, namespace=context.namespace, score=score)
-            out.append(_with_provenance(hit, Provenance(per_source=tuple(per_source), matched_queries=tuple(matched),
-                                                        ranks=ranks, fused_score=score)))
+            prov = Provenance(per_source=tuple(per_source), matched_queries=tuple(matched), ranks=ranks,
+                              fused_score=score)
+            out.append(chunk_hit(context.state, row, namespace=context.namespace, score=score, provenance=prov))
         return out
 
 
@@ -132,12 +131,6 @@ def _relevance(groups, n: int) -> np.ndarray:
         values[rows] = fused
     top = values.max() if n else 0.0
     return values / top if top > 0 else values
-
-
-def _with_provenance(hit, provenance):
-    from dataclasses import replace
-
-    return replace(hit, provenance=provenance)
 
 
 def retrieve(*, limit: int = 10, legs: tuple[Leg, ...] | None = None, id: str = "retrieve") -> RetrieveStep:
