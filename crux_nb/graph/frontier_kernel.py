@@ -12,11 +12,11 @@ deferred: a terminal generation after the candidate ceiling is settled at once, 
 incoming entries when they are fewer than its own (sorted into the forward read's order).
 ``CRUX_NB_TRAVERSAL=numpy`` turns the kernel off (numba not installed: it is off).
 
-What an entry costs is memory, not arithmetic (bench/expand_latency.py, the kernel alone on the 100k graph:
-4.6 -> 1.8 ms a query): an entry is one 4-byte word (peer and hop cost, :meth:`.View.hops`); whether a node
-was seen, was discovered in this generation or is a candidate is a bit in a set of n/8 bytes that stays in
-the L1 cache, where a node-sized array read per entry missed it; and the output buffers are pooled, since a
-fresh allocation per call paid a page fault per page written.
+What an entry costs is memory, not arithmetic (bench/HISTORY.md, "packed entries and bit sets"): an entry
+is one 4-byte word (peer and hop cost, :meth:`.View.hops`); whether a node was seen, was discovered in this
+generation or is a candidate is a bit in a set of n/8 bytes that stays in the L1 cache, where a node-sized
+array read per entry missed it; and the output buffers are pooled, since a fresh allocation per call paid
+a page fault per page written.
 """
 
 from __future__ import annotations
