@@ -7,6 +7,7 @@ from crux_nb.errors import ParameterError, RefError
 from crux_nb.graph import adjacency
 from crux_nb.graph.reader import Support
 from crux_nb.refs import ChunkRef, EntityRef
+from crux_nb.hits import Provenance
 from crux_nb.retrieval import EvidenceHit
 from crux_nb.testing import make_kb
 
@@ -153,6 +154,19 @@ def test_hydrate(guide):
     assert guide.reader.hydrate("document:s") is None
     assert guide.reader.hydrate(EntityRef("x")) is None
     assert guide.reader.hydrate("garbage") is None
+
+
+def test_hydrate_row_is_hydrate_by_chunk_row(guide):
+    """Rows are the traversal index's (``row_of_code``); score and provenance are set on the hit as built."""
+    index = guide.reader.traversal_index
+    refs = guide.chunks["ref"].tolist()
+    assert len(refs) > 1
+    for ref in refs:
+        row = int(index.row_of_code[index.code[ref]])
+        assert guide.reader.hydrate_row(row) == guide.reader.hydrate(ref)
+    row = int(index.row_of_code[index.code["chunk:s:c1"]])
+    hit = guide.reader.hydrate_row(row, score=0.25, provenance=Provenance(raw_score=0.0, fused_score=0.25))
+    assert (hit.chunk_id, hit.score, hit.provenance.fused_score, hit.parent.title) == ("c1", 0.25, 0.25, "Part one")
 
 
 def test_cost_is_proportional_to_degree(guide):

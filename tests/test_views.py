@@ -102,3 +102,21 @@ def test_empty_view_communities(kb):
     assert v.members() == set()
     v.communities.prepare(progress=False)
     assert v.communities.status() == "ready" and v.communities.reports().reports == ()
+
+
+def test_view_expansion_adds_only_member_chunks(kb):
+    """expand_relations in a view hydrates by chunk row and keeps the view's member check: a related chunk of
+    another team is reached through the graph but not added."""
+    import pandas as pd
+
+    from crux_nb.retrieval import expand_relations
+
+    refs = dict(zip(kb.chunks["source_id"], kb.chunks["ref"]))
+    kb.add_edges(pd.DataFrame([{"from_ref": refs["plan.md"], "to_ref": refs[other], "type": "related",
+                                "evidence": [refs["plan.md"]]} for other in ("ops.md", "notes.md")]))
+    steps = [retrieve(limit=1), expand_relations(types=["related"], seeds=["hits"])]
+    everywhere = kb.recipe(steps=steps).retrieve("Beacon")
+    assert [h.source.id for h in everywhere] == ["plan.md", "notes.md", "ops.md"]  # equal scores: ref order
+    in_view = kb.view(id="prod", where={"team": "product"}).recipe(steps=steps).retrieve("Beacon")
+    assert [h.source.id for h in in_view] == ["plan.md", "notes.md"]
+    assert in_view[1].provenance.graph.path == (refs["plan.md"], refs["notes.md"])
