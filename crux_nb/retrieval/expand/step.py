@@ -266,11 +266,12 @@ class ExpandRelationsStep(Step):
             # built whole (a hydrated chunk's raw score is 0): None where the request's filter or the view hides it
             hit = binding.hydrate_row(row, score=score,
                                       provenance=Provenance(raw_score=0.0, fused_score=score, graph=graph))
-            if hit is None or hit_key(hit) in taken:
+            key = None if hit is None else hit_key(hit)
+            if key is None or key in taken:
                 continue
-            taken.add(hit_key(hit))
+            taken.add(key)
             added.append(hit)
-            records.append(Expansion(key=hit_key(hit), ref=path[-1], seed=path[0], path=path, edges=edges,
+            records.append(Expansion(key=key, ref=path[-1], seed=path[0], path=path, edges=edges,
                                      distance=distance, score=score, position=position,
                                      supports=tuple(index.refs[s] for s in found.supports(i)), reason=reason))
         return added, records
