@@ -31,6 +31,18 @@ def test_top_order_ranked_and_ranks_of_match_a_full_sort(seed):
 
 
 @pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("order", ["sorted", "shuffled"])
+def test_top_order_takes_the_lowest_tied_rows_whatever_the_row_order(seed, order):
+    rng = np.random.default_rng(seed)
+    values = np.round(rng.uniform(0, 1, 200), 1)  # ~10 distinct values: the cut-off value always ties
+    rows = rng.choice(1000, size=200, replace=False)
+    rows = np.sort(rows) if order == "sorted" else rows
+    full = rows[np.lexsort((rows, -values))]
+    for top in (1, 3, 10, 57, 199):
+        assert top_order(values, rows, top).tolist() == full[:top].tolist()
+
+
+@pytest.mark.parametrize("seed", range(4))
 def test_fused_step_equals_rrf_over_whole_rankings(seed):
     rng = np.random.default_rng(seed)
     words = [f"w{i}" for i in range(40)]

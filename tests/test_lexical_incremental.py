@@ -43,6 +43,15 @@ def test_scores_equal_bm25s_exactly(query):
     assert np.array_equal(BM25Leg().scores(kb.state, query), bm25s_scores(kb.state, query))
 
 
+@pytest.mark.parametrize("dense", [1, 10**9], ids=["sparse-postings", "dense-postings"])
+def test_dense_and_sparse_postings_score_alike(monkeypatch, dense):
+    # DENSE=1: no term is dense (every posting indexed); 10**9: every term is (one pass over all chunks)
+    monkeypatch.setattr(lexical_index.LexicalIndex, "DENSE", dense)
+    state = _kb().state
+    for query in QUERIES:
+        assert np.array_equal(BM25Leg().scores(state, query), bm25s_scores(state, query))
+
+
 def test_a_change_tokenizes_only_the_changed_source(monkeypatch):
     kb = _kb()
     BM25Leg().scores(kb.state, "plan")

@@ -9,14 +9,19 @@ reads and mass are the numpy traversal's bit for bit (``tests/test_frontier_kern
 
 Per entry a compiled loop costs nanoseconds where numpy pays a call per generation, so nothing is
 deferred: a terminal generation after the candidate ceiling is settled at once, through the candidates'
-incoming entries when they are fewer than its own (sorted into the forward read's order).
-``CRUX_NB_TRAVERSAL=numpy`` turns the kernel off (numba not installed: it is off).
+incoming entries when they are fewer than its own (sorted into the forward read's order), else by its own
+entries in a loop that only tests each peer's candidate bit (:func:`_read_fixed`). A seed's tree (the
+entry that discovered each node, for routes) holds the nodes it read: a route passes read nodes only, and a
+node the floor prunes never gets one. ``CRUX_NB_TRAVERSAL=numpy`` turns the kernel off (numba not
+installed: it is off).
 
 What an entry costs is memory, not arithmetic (bench/HISTORY.md, "packed entries and bit sets"): an entry
 is one 4-byte word (peer and hop cost, :meth:`.View.hops`); whether a node was seen, was discovered in this
 generation or is a candidate is a bit in a set of n/8 bytes that stays in the L1 cache, where a node-sized
 array read per entry missed it; and the output buffers are pooled, since a fresh allocation per call paid
-a page fault per page written.
+a page fault per page written. Most of what remains is waiting on memory: a read's row, the node
+arrays of a frontier node and the position of a peer are random addresses, and the loops ask for them a few
+iterations ahead (:func:`_prefetch`, a hint that changes no result; ~30% off the kernel's time, bench/HISTORY.md).
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ _compiled = None
 # a node's pos during one seed's search: its index in the next frontier when discovered in this generation below
 # depth (its bit in the fresh set says so), else UNSEEN
 UNSEEN = -1
+# how many iterations ahead the loops ask for memory: a frontier node's arrays, a read's row, a peer's position
+AHEAD_NODE, AHEAD_ROW, AHEAD_PEER = 6, 10, 4
 
 
 def installed() -> bool:
@@ -44,6 +51,69 @@ def installed() -> bool:
 def available() -> bool:
     """True when numba is installed and ``CRUX_NB_TRAVERSAL`` does not ask for the numpy traversal."""
     return installed() and os.environ.get("CRUX_NB_TRAVERSAL", "").lower() != "numpy"
+
+
+def _prefetch(array, i):
+    """Placeholder for the compiled prefetch hint (:func:`_prefetch_intrinsic`), set when the kernel compiles."""
+
+
+def _prefetch_intrinsic():
+    """``prefetch(array, i)``: a hint to load ``array[i]``'s cache line (LLVM's ``llvm.prefetch``: read, kept
+    in every cache level); it never faults and changes no result, so ``i`` needs no bounds check."""
+    from llvmlite import ir
+    from numba.core import cgutils, types
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def prefetch(typingctx, array, i):
+        def codegen(context, builder, signature, args):
+            array_type = signature.args[0]
+            struct = context.make_array(array_type)(context, builder, args[0])
+            pointer = cgutils.get_item_pointer(context, builder, array_type, struct, [args[1]], wraparound=False,
+                                               boundscheck=False)
+            byte_pointer = ir.IntType(8).as_pointer()
+            i32 = ir.IntType(32)
+            hint = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(ir.VoidType(), [byte_pointer, i32, i32, i32]), "llvm.prefetch.p0")
+            # (address, 0: a read, 3: keep in every cache level, 1: data)
+            builder.call(hint, [builder.bitcast(pointer, byte_pointer), ir.Constant(i32, 0), ir.Constant(i32, 3),
+                                ir.Constant(i32, 1)])
+            return context.get_dummy_value()
+
+        return types.void(array, i), codegen
+
+    return prefetch
+
+
+def _prefetch_rows(indptr, hops, exp, i, nexp):
+    """Before reading node ``exp[i]``: ask for a later read's row (its first and last line) and for where an even
+    later one starts."""
+    if i + AHEAD_ROW < nexp:
+        u = exp[i + AHEAD_ROW]
+        _prefetch(hops, indptr[u])
+        _prefetch(hops, indptr[u + 1] - 1)
+        if i + 2 * AHEAD_ROW < nexp:
+            _prefetch(indptr, exp[i + 2 * AHEAD_ROW])
+
+
+def _read_fixed(exp, edist, passed, nexp, s, r, indptr, hops, slot, is_candidate, has_weights, damping, part,
+                in_part, part_slots, touched, best_dist, best_rank, via, via_type, etype):
+    """A terminal generation past the ceiling, read forward: an entry only counts when its peer is one of the
+    fixed candidates (a bit test), so the loop does nothing else. Returns the number of slots in the mass part."""
+    one = np.uint64(1)
+    nparts = 0
+    for i in range(nexp):
+        _prefetch_rows(indptr, hops, exp, i, nexp)
+        v, d, free = exp[i], edist[i], passed[i]
+        counted = _counted(free, d, damping)
+        for e in range(indptr[v], indptr[v + 1]):
+            x = hops[e]
+            p = x >> 1
+            if is_candidate[p >> 6] & (one << (p & 63)) and p != s:
+                cost = x & 1
+                nparts = _reach(slot[p], e, v, d + cost, counted if cost == 1 else free, r, nparts, has_weights, part,
+                                in_part, part_slots, touched, best_dist, best_rank, via, via_type, etype)
+    return nparts
 
 
 def _counted(passed, d, damping):
@@ -105,7 +175,7 @@ def _settle(exp, edist, passed, nexp, s, r, slot, codes, count, t_indptr, by_pee
 
 
 def _kernel(indptr, hops, etype, owner, zero, spec, truncated, t_indptr, by_peer, seeds, weights,
-            has_weights, depth, max_candidates, floor, damping, margin, slot, pos, front, fdist, fmass,
+            has_weights, depth, max_candidates, floor, damping, margin, slot, pos, front, fdist, fmass, fentry,
             exp, edist, passed, keys, seen, fresh, is_candidate, tokens, tree_node, tree_entry):
     n, ns, m = len(indptr) - 1, len(seeds), max(max_candidates, 1)
     big = np.iinfo(np.int64).max
@@ -136,12 +206,21 @@ def _kernel(indptr, hops, etype, owner, zero, spec, truncated, t_indptr, by_peer
             terminal = True
             for j in range(flen):
                 v, d = front[cur, j], fdist[cur, j]
+                if j + AHEAD_NODE < flen:  # a node's arrays, for its test here and its read below
+                    u = front[cur, j + AHEAD_NODE]
+                    _prefetch(spec, u)
+                    _prefetch(zero, u)
+                    _prefetch(indptr, u)
+                    _prefetch(truncated, u)
                 if d >= depth:
                     continue
                 if floor > 0.0 and has_weights and d >= 1 and fmass[cur, j] * spec[v] < w * floor * (1 - margin):
                     pruned += 1
                     continue
                 exp[nexp], edist[nexp] = v, d
+                if v != s:  # a read node's route step (the seed has none): a route passes read nodes only
+                    tree_node[ntree], tree_entry[ntree] = v, fentry[cur, j]
+                    ntree += 1
                 passed[nexp] = fmass[cur, j] * spec[v] if has_weights else 0.0
                 if d != depth - 1 or zero[v]:
                     terminal = False
@@ -160,21 +239,30 @@ def _kernel(indptr, hops, etype, owner, zero, spec, truncated, t_indptr, by_peer
                 nparts = _settle(exp, edist, passed, nexp, s, r, slot, codes, count, t_indptr, by_peer, owner, hops,
                                  etype, pos, keys, has_weights, damping, part, in_part, part_slots, touched,
                                  best_dist, best_rank, via, via_type)
+            elif terminal and capped:  # the same entries, read for the fixed candidates only
+                nparts = _read_fixed(exp, edist, passed, nexp, s, r, indptr, hops, slot, is_candidate, has_weights,
+                                     damping, part, in_part, part_slots, touched, best_dist, best_rank, via, via_type,
+                                     etype)
+            if terminal and capped:  # settled or read: only the fan-out warnings are left, then skip the loop below
                 for i in range(nexp):
                     if truncated[exp[i]]:
                         tokens[ntok] = exp[i]
                         ntok += 1
-                nexp = 0  # read: skip the forward loop
+                nexp = 0
             for i in range(nexp):
                 v = exp[i]
+                _prefetch_rows(indptr, hops, exp, i, nexp)
                 if truncated[v]:
                     tokens[ntok] = v
                     ntok += 1
                 d, free = edist[i], passed[i]
                 counted = _counted(free, d, damping)
-                for e in range(indptr[v], indptr[v + 1]):
+                end = indptr[v + 1]
+                for e in range(indptr[v], end):
                     x = hops[e]
                     p, cost = x >> 1, x & 1
+                    if not terminal and e + AHEAD_PEER < end:  # a later peer's position, read or written if new
+                        _prefetch(pos, hops[e + AHEAD_PEER] >> 1)
                     nx = d + cost
                     carried = counted if cost == 1 else free
                     # node state as bits (a few KB, in the L1 cache) instead of a read of a node-sized array per entry
@@ -206,8 +294,7 @@ def _kernel(indptr, hops, etype, owner, zero, spec, truncated, t_indptr, by_peer
                             fresh[word] |= bit
                             front[nxt, nnext], fdist[nxt, nnext] = p, nx
                             fmass[nxt, nnext] = carried if has_weights else 0.0  # 0.0 + carried, as numpy adds
-                            tree_node[ntree], tree_entry[ntree] = p, e
-                            ntree += 1
+                            fentry[nxt, nnext] = e
                             nnext += 1
                     elif has_weights and fresh[word] & bit:  # more mass for a node discovered in this generation
                         fmass[nxt, pos[p]] += carried
@@ -233,13 +320,16 @@ def _kernel(indptr, hops, etype, owner, zero, spec, truncated, t_indptr, by_peer
 
 
 def _compile():
-    global _compiled, _counted, _reach, _settle
+    global _compiled, _counted, _reach, _settle, _prefetch, _prefetch_rows, _read_fixed
     if _compiled is None:
         import numba  # the `fast` extra; importing it costs ~0.3 s, so not before the first traversal
 
+        _prefetch = _prefetch_intrinsic()
         # the kernel resolves the helpers as globals when it compiles; the small ones inlined at numba's level
         _counted = numba.njit(inline="always", cache=True)(_counted)
         _reach = numba.njit(inline="always", cache=True)(_reach)
+        _prefetch_rows = numba.njit(inline="always", cache=True)(_prefetch_rows)
+        _read_fixed = numba.njit(inline="always", cache=True)(_read_fixed)
         _settle = numba.njit(cache=True)(_settle)
         _compiled = numba.njit(cache=True)(_kernel)
     return _compiled
@@ -273,6 +363,7 @@ def _scratch(n: int, entries: int) -> tuple:
     freshly discovered and candidate nodes (reset by every call)."""
     words = (n + 63) // 64
     return (np.full(n, -1, np.int64), np.full(n, UNSEEN, np.int64), np.empty((2, n), np.int64),
-            np.empty((2, n), np.int64), np.empty((2, n)), np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n),
+            np.empty((2, n), np.int64), np.empty((2, n)), np.empty((2, n), np.int64), np.empty(n, np.int64),
+            np.empty(n, np.int64), np.empty(n),
             np.empty(entries, np.int64), np.zeros(words, np.uint64), np.zeros(words, np.uint64),
             np.zeros(words, np.uint64))

@@ -4,6 +4,7 @@ discovery order with their best routes, supports, mass and warnings; routes and 
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -52,17 +53,17 @@ class Traversal:
         """``collapse_warnings(self.warnings)`` without writing the repeats: each once, with its count."""
         if not len(self._tokens):
             return []
-        distinct, first, counts = np.unique(self._tokens, return_index=True, return_counts=True)
-        order = np.argsort(first)
-        texts = self._texts(distinct[order])
-        return [w if n == 1 else f"{w} ({n} times)" for w, n in zip(texts, counts[order].tolist())]
+        counts = Counter(self._tokens.tolist())  # first-seen order: one pass, no sort
+        texts = self._texts(np.fromiter(counts, dtype=np.int64, count=len(counts)))
+        return [w if n == 1 else f"{w} ({n} times)" for w, n in zip(texts, counts.values())]
 
     #: a tree at least this large is sorted once for its lookups; a smaller one is scanned per step (a route has a
     #: few steps, and sorting a seed's tree cost more than the rest of hydrating a hit)
     SORT_TREE = 4096
 
     def _tree(self, rank: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        """(nodes the seed's search read, the entry that discovered each, their sort order for a large tree)."""
+        """(every node the seed's search read, and for the numpy traversal every other one it found below depth;
+        the entry that discovered each; their sort order for a large tree)."""
         tree = self._trees[rank]
         if isinstance(tree, list):  # (frontier nodes, their entries) per generation
             nodes = np.concatenate([f for f, _ in tree]) if tree else np.zeros(0, dtype=np.int64)
@@ -80,7 +81,7 @@ class Traversal:
         while node != self._seeds[rank]:
             nodes.append(node)
             # a node is discovered once per search
-            at = np.flatnonzero(found == node)[0] if order is None else order[np.searchsorted(found, node, sorter=order)]
+            at = (found == node).argmax() if order is None else order[np.searchsorted(found, node, sorter=order)]
             entry = int(by[at])
             types.append(int(self._view.etype[entry]))
             node = int(self._view.owner[entry])
@@ -89,7 +90,7 @@ class Traversal:
 
     def supports(self, i: int) -> list[int]:
         """Codes of the distinct seeds whose traversal reached candidate ``i``, sorted."""
-        if self._reached is None:  # (seed rank, candidate), built once: a column per call, not a loop over seeds
+        if self._reached is None:  # (candidate, seed rank), built once: a contiguous row per call
             rows = [np.zeros(len(self.codes), dtype=bool) if t is None else t[:len(self.codes)] for t in self._touched]
-            self._reached = np.array(rows, dtype=bool).reshape(len(rows), len(self.codes))
-        return sorted({self._seeds[r] for r in np.flatnonzero(self._reached[:, i]).tolist()})
+            self._reached = np.array(rows, dtype=bool).reshape(len(rows), len(self.codes)).T.copy()
+        return sorted({self._seeds[r] for r, hit in enumerate(self._reached[i].tolist()) if hit})

@@ -117,7 +117,12 @@ def top_order(values: np.ndarray, rows: np.ndarray, top: int | None) -> np.ndarr
     cut = -np.partition(-values, top - 1)[top - 1]
     above = values > cut
     tied = np.flatnonzero(values == cut)
-    tied = tied[np.argsort(rows[tied], kind="stable")][: top - int(above.sum())]  # ties: lowest rows first
+    need = top - int(above.sum())
+    if len(tied) > need:  # ties: the lowest rows first (rows usually come sorted: then no sort is needed)
+        tied_rows = rows[tied]
+        if not (tied_rows[1:] >= tied_rows[:-1]).all():
+            tied = tied[np.argsort(tied_rows, kind="stable")]
+        tied = tied[:need]
     keep = np.concatenate([np.flatnonzero(above), tied])
     return rows[keep[np.lexsort((rows[keep], -values[keep]))]]
 
