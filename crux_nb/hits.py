@@ -16,7 +16,7 @@ from .schema import Metadata
 
 __all__ = [
     "Source", "HitParent", "SourceScore", "GraphProvenance", "Provenance", "EvidenceHit",
-    "AssertionRef", "Lineage", "FindingCitation", "FindingHit", "RetrieverHit", "hit_key", "to_data",
+    "AssertionRef", "Lineage", "FindingCitation", "FindingHit", "RetrieverHit", "hit_key", "evidence_key", "to_data",
 ]
 
 
@@ -160,7 +160,16 @@ def hit_key(hit: RetrieverHit) -> str:
     """Identity key: ``ns:source:chunk`` for evidence, ``ns:finding:<target>`` for findings."""
     if isinstance(hit, FindingHit):
         return f"{hit.namespace}:finding:{hit.citation.finding_target}"
-    return f"{hit.namespace}:{hit.source.id}:{hit.chunk_id}"
+    return evidence_key(hit.namespace, hit.source.id, hit.chunk_id)
+
+
+def evidence_key(namespace: str, source_id: str, chunk_id: str) -> str:
+    """:func:`hit_key` of an evidence hit from its parts, for a chunk not (yet) built into a hit.
+
+    >>> evidence_key("docs", "a.md", "c0000")
+    'docs:a.md:c0000'
+    """
+    return f"{namespace}:{source_id}:{chunk_id}"
 
 
 def to_data(value: Any) -> Any:

@@ -204,6 +204,19 @@ class GraphReader:
             return None
         return chunk_hit(self._state, row, namespace=self.namespace)
 
+    def row_fields(self, row: int) -> tuple[str, str, Any]:
+        """(source id, chunk id, metadata) of chunk row ``row`` (a row of ``traversal_index.row_of_code``): what
+        a filter or a view decides on, read without building the hit.
+
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_text("a.md", "Launch in May.")
+        >>> kb.reader.row_fields(0)[:2]
+        ('a.md', 'c0000')
+        """
+        columns = self._state.lookup.columns
+        return columns["source_id"][row], columns["chunk_id"][row], columns["metadata"][row]
+
     def hydrate_row(self, row: int, *, score: float = 0.0, provenance: Provenance | None = None) -> EvidenceHit:
         """:meth:`hydrate` by chunk row of this reader's state (the rows of ``traversal_index.row_of_code``),
         with ``score`` and ``provenance``: no ref is decoded or looked up, and no copy made to set them.

@@ -10,7 +10,7 @@ from typing import Any, Literal
 from ..errors import InputError, ParameterError
 from ..refs import KnowledgeRef
 from .filters import check_filter, hit_record, record_matches
-from ..hits import EvidenceHit, RetrieverHit
+from ..hits import EvidenceHit, RetrieverHit, evidence_key
 
 Phase = Literal["queries", "hits"]
 PHASES = ("queries", "hits")
@@ -112,13 +112,24 @@ class KnowledgeBinding:
         where the filter or view hides it."""
         return self._admit(self.reader.hydrate_row(row, **fields))
 
+    def row_key(self, row: int) -> str | None:
+        """The :func:`~crux_nb.hits.hit_key` of the hit :meth:`hydrate_row` gives for chunk row ``row``, or ``None``
+        where the filter or view hides it: the same test, decided before any hit is built."""
+        source_id, chunk_id, metadata = self.reader.row_fields(row)
+        namespace = self.reader.namespace
+        return evidence_key(namespace, source_id, chunk_id) if self._admits(namespace, source_id, chunk_id,
+                                                                            metadata) else None
+
     def _admit(self, hit: EvidenceHit | None) -> EvidenceHit | None:
-        if hit is not None and self.members is not None and hit.source.id not in self.members:
+        if hit is None or not self._admits(hit.namespace, hit.source.id, hit.chunk_id, hit.metadata):
             return None
-        if hit is None or not self.filter:
-            return hit
-        record = hit_record(hit.namespace, hit.source.id, hit.chunk_id, hit.metadata)
-        return hit if record_matches(record, self.filter) else None
+        return hit
+
+    def _admits(self, namespace: str, source_id: str, chunk_id: str, metadata: Mapping[str, Any]) -> bool:
+        """Whether the view's members and the request's filter let a chunk through (one test for both paths)."""
+        if self.members is not None and source_id not in self.members:
+            return False
+        return not self.filter or record_matches(hit_record(namespace, source_id, chunk_id, metadata), self.filter)
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,9 @@ def test_small_run_prints_every_row_with_numbers(tmp_path):
     defaults = rows(done.stdout, "## Defaults")
     # with the compiled traversal (the `fast` extra) the default also runs on the numpy one, for comparison
     numpy_side = ["relevance, numpy traversal"] if traversal_engine() == "kernel" else []
-    assert [r[0] for r in defaults] == ["relevance [default]", "upstream", *numpy_side]
+    # and under a filter admitting only the query's own source (every candidate elsewhere hidden)
+    assert [r[0] for r in defaults] == ["relevance [default]", "upstream", *numpy_side,
+                                        "relevance, filter to the query's source"]
     summary = load_summary(out)
     assert summary_problems(summary, "expand_latency") == []
     got = by_measure(summary)

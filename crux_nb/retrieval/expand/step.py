@@ -249,6 +249,9 @@ class ExpandRelationsStep(Step):
         for position, i, row in zip(positions.tolist(), order[positions].tolist(), rows[positions].tolist()):
             if len(added) >= self.limit:
                 break
+            key = binding.row_key(row)  # admitted and new before its route and reason are built
+            if key is None or key in taken:
+                continue
             nodes, etypes = found.path(i)
             path = tuple(index.refs[n] for n in nodes)
             edges = tuple(index.type_names[t] for t in etypes)
@@ -263,12 +266,9 @@ class ExpandRelationsStep(Step):
                                          score=score)
             distance = int(found.distance[i])
             graph = GraphProvenance(seed=path[0], path=path, edges=edges, distance=distance)
-            # built whole (a hydrated chunk's raw score is 0): None where the request's filter or the view hides it
-            hit = binding.hydrate_row(row, score=score,
-                                      provenance=Provenance(raw_score=0.0, fused_score=score, graph=graph))
-            key = None if hit is None else hit_key(hit)
-            if key is None or key in taken:
-                continue
+            # built whole, by the reader: the binding admitted the row above (a hydrated chunk's raw score is 0)
+            hit = binding.reader.hydrate_row(row, score=score,
+                                             provenance=Provenance(raw_score=0.0, fused_score=score, graph=graph))
             taken.add(key)
             added.append(hit)
             records.append(Expansion(key=key, ref=path[-1], seed=path[0], path=path, edges=edges,
