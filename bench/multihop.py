@@ -14,7 +14,7 @@ expanded run are BM25's and Recall@2 of an expanded run equals BM25's by constru
   depth 1, free entity hops: upstream's traversal and order);
 * ``BM25(3) + expand(2) relevance``: ``expand_relations(limit=2)``, the default ranking;
 * ``BM25(1) + expand(1) relevance``: a Recall@2 view of the relevance ranking;
-* ``depth 2`` rows: the default at depth 2 (hop damping 0.01, read floor 1/fan_out), then with every
+* ``depth 2`` rows: the default at depth 2 (hop damping 0.01, read floor 1/16), then with every
   hop weighed alike (``damping=1``) and with every node read (``min_share=0``).
 
 Recall@k: the share of a question's gold passages among the first k hits, averaged over questions
@@ -64,7 +64,7 @@ CONFIGS = {
     DEFAULT: lambda: [retrieve(limit=3), expand_relations(limit=2)],
     "BM25(2)": lambda: [retrieve(limit=2)],
     "BM25(1) + expand(1) relevance": lambda: [retrieve(limit=1), expand_relations(limit=1)],
-    # depth 2: the default (hop damping 0.01, read floor 1/fan_out) against each of them turned off
+    # depth 2: the default (hop damping 0.01, read floor 1/16) against each of them turned off
     DEPTH2: lambda: [retrieve(limit=3), expand_relations(limit=2, depth=2)],
     DEPTH2_UNDAMPED: lambda: [retrieve(limit=3), expand_relations(limit=2, depth=2, damping=1)],
     DEPTH2_FULL: lambda: [retrieve(limit=3), expand_relations(limit=2, depth=2, min_share=0)],
@@ -148,7 +148,7 @@ def run(small: bool, out_path: Path | None = None, samples: tuple[str, ...] | No
             {"measure": f"{sample_name}: Recall@5, {DEPTH2} (hop damping 0.01 vs none)",
              "ours": mean([b for _, b in results[DEPTH2][0]]), "baseline": mean([b for _, b in results[DEPTH2_UNDAMPED][0]]),
              "baseline_name": "damping=1 (same run)"},
-            {"measure": f"{sample_name}: Recall@5, {DEPTH2} (read floor 1/fan_out vs none)",
+            {"measure": f"{sample_name}: Recall@5, {DEPTH2} (read floor 1/16 vs none)",
              "ours": mean([b for _, b in results[DEPTH2][0]]), "baseline": mean([b for _, b in results[DEPTH2_FULL][0]]),
              "baseline_name": "min_share=0 (same run)"},
             {"measure": f"{sample_name}: mean latency per query, {DEPTH2} (read floor vs none, ms)",

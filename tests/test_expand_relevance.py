@@ -8,6 +8,7 @@ import pytest
 
 from crux_nb.errors import ParameterError
 from crux_nb.retrieval import custom_step, expand_relations, retrieve
+from crux_nb.retrieval.expand.step import MIN_SHARE
 from crux_nb.testing import make_kb
 
 
@@ -111,3 +112,28 @@ def test_config_and_repr_name_the_ranking_only_when_it_is_not_the_default():
     assert repr(step) == "expand_relations(direction='both', depth=1, limit=20, seeds=['hits', 'query'], ranking='upstream')"
     with pytest.raises(ParameterError, match=r"expand_relations\(\): parameter 'ranking' must be"):
         expand_relations(ranking="pagerank")
+
+
+def wide_kb(n):
+    """seed -e1- a -wide- f1..f(n-1): 'wide' is adjacent to n chunks, reached one hop out (through a)."""
+    fillers = [f"f{i}" for i in range(1, n)]
+    kb = make_kb(chunks=[("s", c, i, f"text of {c}") for i, c in enumerate(["seed", "a", *fillers])])
+    mentions(kb, [("seed", "e1"), ("a", "e1"), ("a", "wide")] + [(f, "wide") for f in fillers])
+    return kb
+
+
+@pytest.mark.parametrize("n, read", [(6, True), (8, True), (12, False), (40, False)])
+def test_the_default_read_floor_stops_a_thin_second_hop(n, read):
+    # 'a' holds half the seed's weight (e1 is in 2 chunks); reading 'wide' would pass (1/2)/n of it to each of
+    # its n chunks, so the default floor (1/16) reads it up to n = 8, and the former default (1/64) up to n = 32
+    assert expand_relations().floor == MIN_SHARE == 1 / 16
+    kb = wide_kb(n)
+    step = expand_relations(types=["mentions"], depth=2, limit=60, seeds=["hits"])
+    hits, trace = kb.recipe(steps=[producer("chunk:s:seed"), step]).retrieve_with_trace("q")
+    far = [h for h in hits if h.chunk_id.startswith("f")]
+    assert ids(hits)[:2] == ["seed", "a"]
+    assert (len(far) == n - 1 and all(h.provenance.graph.distance == 2 for h in far)) if read else far == []
+    assert trace.steps[1].details["pruned"] == (0 if read else 1)
+    every = kb.recipe(steps=[producer("chunk:s:seed"), expand_relations(types=["mentions"], depth=2, limit=60,
+                                                                           seeds=["hits"], min_share=0)]).retrieve("q")
+    assert len(every) == n + 1  # min_share=0 reads every node

@@ -12,8 +12,8 @@ breadth-first search, a generation at a time over CSR arrays), at most 64 neighb
   score for the chunk from the ``retrieve`` step of the same run, scaled to 0..1 (0 without one).
   Ordered by (score desc, distance, seed rank, ref). Past the first hop, a node whose read would
   pass each neighbour less than ``min_share`` of its seed's weight is not read (default
-  ``1/fan_out``: what reaches a node through a hub, an entity adjacent to more chunks than a read
-  returns, stops there instead of spreading over an arbitrary cut of its neighbours), and each hop
+  ``MIN_SHARE`` = 1/16: what reaches a node through an entity adjacent to more than 16 chunks, or a
+  path as thin, stops there instead of spreading a vanishing share over many neighbours), and each hop
   past the first keeps ``damping`` (0.01) of the mass: a second hop mostly fills in where the first
   found too little (measured: weighing every hop alike at depth 2 lost 5-14 points of Recall@5).
 * ``ranking="upstream"``: upstream's algorithm (section 3.3) exactly: free entity hops, order
@@ -44,11 +44,15 @@ from ..types import CHUNK_RELEVANCE, QUERY_VECTOR, StepContext, StepInput, StepO
 from .entity_match import match_entities, nearest_entities
 
 __all__ = ["ExpandRelationsStep", "expand_relations", "Expansion", "ExpansionReason", "FAN_OUT", "MAX_CANDIDATES",
-           "RRF_K", "RANKINGS", "RELEVANCE_KEY", "DAMPING"]
+           "RRF_K", "RANKINGS", "RELEVANCE_KEY", "DAMPING", "MIN_SHARE"]
 
 FAN_OUT = 64
 #: the relevance ranking's share of mass kept per hop past the first (bench/multihop.py, depth 2 and 3)
 DAMPING = 0.01
+#: the relevance ranking's read floor past the first hop: depth-2 Recall@5 on the multi-hop samples is the same at
+#: 1/24, 1/16 and 1/8 and at least as good as at 1/64 (the former default) on two of three; 1/16 reads about half
+#: the nodes 1/64 reads on the 100k-node bench graph (bench/HISTORY.md)
+MIN_SHARE = 1 / 16
 MAX_CANDIDATES = 512
 SEED_KINDS = ("hits", "query")
 RANKINGS = ("relevance", "upstream")
@@ -99,7 +103,7 @@ class ExpandRelationsStep(Step):
     fan_out: int = FAN_OUT
     max_candidates: int = MAX_CANDIDATES
     dense_entities: int = 0
-    min_share: float | None = None  # None: 1 / fan_out under the relevance ranking
+    min_share: float | None = None  # None: MIN_SHARE under the relevance ranking
     damping: float | None = None  # None: DAMPING under the relevance ranking
     id: str = "expand-relations"
     kind: str = "custom"
@@ -149,7 +153,7 @@ class ExpandRelationsStep(Step):
         """The relevance ranking's read floor in force (None: every node is read)."""
         if self.ranking != "relevance":
             return None
-        return (1.0 / self.fan_out if self.min_share is None else self.min_share) or None
+        return (MIN_SHARE if self.min_share is None else self.min_share) or None
 
     @property
     def hop_damping(self) -> float:
@@ -311,8 +315,9 @@ def expand_relations(*, types: list[str] | None = None, direction: Literal["out"
         hundred times its mass; 1 weighs every hop alike). Depth 1 is not affected.
     min_share
         The relevance ranking's read floor: past the first hop, a node is read only if it passes each
-        neighbour at least this share of its seed's weight (None, the default: ``1/fan_out``, so a
-        path through a hub stops at the hub's neighbours; 0 reads every node). The number of reads it
+        neighbour at least this share of its seed's weight (None, the default: ``MIN_SHARE`` = 1/16, so
+        a path through an entity adjacent to more than 16 chunks stops at its neighbours; 0 reads every
+        node). The number of reads it
         skipped is in the step's details (``"pruned"``). Not with ``ranking="upstream"``.
     id
         The step's name in traces (two expansions in one recipe need distinct ids).
