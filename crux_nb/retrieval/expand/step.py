@@ -317,8 +317,8 @@ def expand_relations(*, types: list[str] | None = None, direction: Literal["out"
         The relevance ranking's read floor: past the first hop, a node is read only if it passes each
         neighbour at least this share of its seed's weight (None, the default: ``MIN_SHARE`` = 1/16, so
         a path through an entity adjacent to more than 16 chunks stops at its neighbours; 0 reads every
-        node). The number of reads it
-        skipped is in the step's details (``"pruned"``). Not with ``ranking="upstream"``.
+        node). The number of reads it skipped is in the step's details (``"pruned"``). Not with
+        ``ranking="upstream"``.
     id
         The step's name in traces (two expansions in one recipe need distinct ids).
 
