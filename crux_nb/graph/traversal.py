@@ -37,6 +37,11 @@ class Traversal:
     _seeds: list = field(repr=False, default_factory=list)
     _reached: np.ndarray | None = field(repr=False, default=None)
 
+    @property
+    def last_edge(self) -> np.ndarray:
+        """The edge type code (``TraversalIndex.type_names``) of the last step of each candidate's recorded route."""
+        return self._via_type
+
     def _texts(self, tokens: np.ndarray) -> list[str]:
         texts = self._view.warning_texts(self._refs, np.where(tokens == CAP, 0, tokens))
         cap = f"expand_relations truncated graph candidates at {self._max_candidates}."

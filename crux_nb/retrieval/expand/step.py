@@ -42,6 +42,7 @@ from ..retriever.lexical import RRF_K
 from ..trace import KnowledgeTrace
 from ..types import CHUNK_RELEVANCE, QUERY_VECTOR, StepContext, StepInput, StepOutput
 from .entity_match import match_entities, nearest_entities
+from .joint import Pool, graph_pool, joint_pool, shortfall
 
 __all__ = ["ExpandRelationsStep", "expand_relations", "Expansion", "ExpansionReason", "FAN_OUT", "MAX_CANDIDATES",
            "RRF_K", "RANKINGS", "RELEVANCE_KEY", "DAMPING", "MIN_SHARE"]
@@ -89,6 +90,7 @@ class Expansion:
     position: int
     supports: tuple[str, ...]
     reason: ExpansionReason | None = None  # the relevance ranking's reason; None under "upstream"
+    via: str = "graph"  # "retrieve": the retrieve step's next candidate, which outranked the graph's (no route)
 
 
 @dataclass(frozen=True, repr=False)
@@ -105,13 +107,15 @@ class ExpandRelationsStep(Step):
     dense_entities: int = 0
     min_share: float | None = None  # None: MIN_SHARE under the relevance ranking
     damping: float | None = None  # None: DAMPING under the relevance ranking
+    compete: bool | None = None  # None: True under the relevance ranking (graph candidates vs retrieve's next)
     id: str = "expand-relations"
     kind: str = "custom"
     phase: tuple[str, str] = ("hits", "hits")
     factory = "expand_relations"
     #: parameters shown by repr and to_dict() only when changed
     DEFAULTS = {"ranking": "relevance", "entity_hops": None, "fan_out": FAN_OUT, "max_candidates": MAX_CANDIDATES,
-                "dense_entities": 0, "min_share": None, "damping": None, "id": "expand-relations"}
+                "dense_entities": 0, "min_share": None, "damping": None, "compete": None,
+                "id": "expand-relations"}
 
     def __post_init__(self) -> None:
         owner = "expand_relations()"
@@ -146,7 +150,18 @@ class ExpandRelationsStep(Step):
                 if self.ranking != "relevance":
                     raise ParameterError(owner, name, "None under ranking='upstream'", value)
                 object.__setattr__(self, name, check_number(owner, name, value, minimum=0.0, maximum=1.0))
+        if self.compete is not None:
+            if not isinstance(self.compete, bool):
+                raise ParameterError(owner, "compete", "True, False or None", self.compete)
+            if self.ranking != "relevance":
+                raise ParameterError(owner, "compete", "None under ranking='upstream'", self.compete)
         check_name(owner, "id", self.id)
+
+    @property
+    def competes(self) -> bool:
+        """Whether graph candidates compete with the retrieve step's next candidates (the relevance ranking's
+        default; never under upstream)."""
+        return self.ranking == "relevance" and self.compete is not False
 
     @property
     def floor(self) -> float | None:
@@ -198,17 +213,24 @@ class ExpandRelationsStep(Step):
                           None if self.direction == "both" else (0 if self.direction == "out" else 1), self.fan_out)
         relevance = self.ranking == "relevance"
         weights = 1.0 / (np.arange(len(seeds)) + 1.0) if relevance else None
+        from . import joint as _j
+        if relevance and _j.QUERY_SEED_WEIGHT is not None:
+            n_hits = len(evidence) if "hits" in self.seeds else 0
+            weights[n_hits:] = _j.QUERY_SEED_WEIGHT
         found = traverse(index, view, [index.code.get(encode_ref(s)) for s in seeds], depth=self.depth,
                          entity_hops=self.hops, max_candidates=self.max_candidates, weights=weights, floor=self.floor,
                          damping=self.hop_damping)
         warnings += found.collapsed_warnings()  # as the trace shows them (collapse_warnings)
-        ranked = self._rank(index, found, context) if relevance else self._upstream_order(found)
-        added, records = self._hydrate(binding, index, view, found, ranked, evidence)
+        pool = self._rank(index, found, context, evidence) if relevance else self._upstream_order(found)
+        added, records, filled, skipped = self._hydrate(binding, index, view, found, pool, evidence)
+        short = shortfall(self.limit, len(added), skipped, pool, competes=relevance and self.competes)
+        if short is not None:
+            warnings.append(short)
         trace = KnowledgeTrace(contributor="expand-relations", coverage="exact", coverage_basis=COVERAGE_BASIS,
                                available={"reports": 0}, processed={"reports": 0, "findings": len(added)})
         return StepOutput(hits=hits + tuple(added), warnings=tuple(warnings), knowledge=trace,
                           details={"seeds": tuple(encode_ref(s) for s in seeds), "expansions": tuple(records),
-                                   "pruned": found.pruned})
+                                   "filled": tuple(filled), "pruned": found.pruned, "skipped": skipped})
 
     def _seeds(self, evidence: list[EvidenceHit], context: StepContext) -> list[KnowledgeRef]:
         seeds: list[KnowledgeRef] = []
@@ -225,68 +247,98 @@ class ExpandRelationsStep(Step):
         return seeds
 
     @staticmethod
-    def _upstream_order(found) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    def _upstream_order(found) -> Pool:
         # codes follow sorted ref order, so the code stands in for the ref; discovery order is index order
         order = np.lexsort((np.arange(len(found.codes)), found.codes, -found.support, found.seed_rank, found.distance))
-        return order, None, None
+        empty = np.zeros(0, dtype=np.int64)
+        return Pool(order=order, score=None, relevance=None, graph=found.mass, n_graph=len(found.codes),
+                    tail_rows=empty, tail_ranks=empty, gated=0)
 
-    @staticmethod
-    def _rank(index, found, context: StepContext) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
-        relevance = np.zeros(len(found.codes))
+    def _rank(self, index, found, context: StepContext, evidence: list[EvidenceHit]) -> Pool:
         chunk_scores = context.extras.get(RELEVANCE_KEY) if isinstance(context.extras, dict) else None
         if callable(chunk_scores):  # retrieve leaves it to be computed on demand
             chunk_scores = chunk_scores()
-        rows = index.row_of_code[found.codes]
-        if chunk_scores is not None and len(chunk_scores) == len(index.chunk_code):
-            relevance = np.where(rows >= 0, np.asarray(chunk_scores)[np.maximum(rows, 0)], 0.0)
-        score = found.mass * (1.0 + relevance)
-        order = np.lexsort((found.codes, found.seed_rank, found.distance, -score))
-        return order, score, relevance
+        if chunk_scores is not None:
+            chunk_scores = np.asarray(chunk_scores, dtype=float)
+            if len(chunk_scores) != len(index.chunk_code):
+                chunk_scores = None
+        if chunk_scores is None or not self.competes:
+            return graph_pool(index, found, chunk_scores)
+        codes = [index.code.get(encode_ref(ChunkRef(h.source.id, h.chunk_id))) for h in evidence]
+        taken = index.row_of_code[np.array([c for c in codes if c is not None], dtype=np.int64)]
+        # rows a filter or view hides score 0 in chunk_scores; the slack covers rows already taken by key
+        return joint_pool(index, found, chunk_scores, taken[taken >= 0], room=self.limit + len(evidence))
 
-    def _hydrate(self, binding: Any, index, view, found, ranked, evidence: list[EvidenceHit]):
+    def _hydrate(self, binding: Any, index, view, found, pool: Pool, evidence: list[EvidenceHit]):
         taken = {hit_key(h) for h in evidence}
         added: list[EvidenceHit] = []
-        records: list[Expansion] = []
-        order, scores, relevances = ranked  # candidates in rank order; the relevance ranking's score parts
-        rows = index.row_of_code[found.codes[order]]  # chunk rows; -1 for entities, sections, documents
+        records: list[Expansion] = []  # hits reached through the graph
+        filled: list[Expansion] = []  # the retrieve step's next candidates that outranked the graph's
+        order, n_graph = pool.order, pool.n_graph
+        graph = order < n_graph
+        rows = np.full(len(order), -1, dtype=np.int64)  # chunk rows; -1 for entities, sections, documents
+        rows[graph] = index.row_of_code[found.codes[order[graph]]]
+        rows[~graph] = pool.tail_rows[order[~graph] - n_graph]
         positions = np.flatnonzero(rows >= 0)  # a hit's position counts every candidate ranked above it
+        skipped = {"candidates": len(positions), "hidden": 0, "already": 0, "gated": pool.gated}
         for position, i, row in zip(positions.tolist(), order[positions].tolist(), rows[positions].tolist()):
             if len(added) >= self.limit:
                 break
             key = binding.row_key(row)  # admitted and new before its route and reason are built
             if key is None or key in taken:
+                skipped["hidden" if key is None else "already"] += 1
                 continue
-            nodes, etypes = found.path(i)
-            path = tuple(index.refs[n] for n in nodes)
-            edges = tuple(index.type_names[t] for t in etypes)
-            reason = None
-            if scores is None:
-                score = 1 / (RRF_K + position + 1) + 1 / (RRF_K + int(found.seed_rank[i]) + 1)
+            if i >= n_graph:
+                hit, record = self._tail_hit(binding, pool, i, row, key, position)
             else:
-                score, relevance = float(scores[i]), float(relevances[i])
-                waypoints = tuple((index.refs[n], float(view.spec[n])) for n in nodes[1:-1]
-                                  if index.kind[n] != KIND_CHUNK)
-                reason = ExpansionReason(entities=waypoints, graph=float(found.mass[i]), relevance=relevance,
-                                         score=score)
-            distance = int(found.distance[i])
-            graph = GraphProvenance(seed=path[0], path=path, edges=edges, distance=distance)
-            # built whole, by the reader: the binding admitted the row above (a hydrated chunk's raw score is 0)
-            hit = binding.reader.hydrate_row(row, score=score,
-                                             provenance=Provenance(raw_score=0.0, fused_score=score, graph=graph))
+                hit, record = self._graph_hit(binding, index, view, found, pool, i, row, key, position)
             taken.add(key)
             added.append(hit)
-            records.append(Expansion(key=key, ref=path[-1], seed=path[0], path=path, edges=edges,
-                                     distance=distance, score=score, position=position,
-                                     supports=tuple(index.refs[s] for s in found.supports(i)), reason=reason))
-        return added, records
+            (filled if i >= n_graph else records).append(record)
+        return added, records, filled, skipped
 
+    @staticmethod
+    def _graph_hit(binding: Any, index, view, found, pool: Pool, i: int, row: int, key: str, position: int):
+        nodes, etypes = found.path(i)
+        path = tuple(index.refs[n] for n in nodes)
+        edges = tuple(index.type_names[t] for t in etypes)
+        reason = None
+        if pool.score is None:
+            score = 1 / (RRF_K + position + 1) + 1 / (RRF_K + int(found.seed_rank[i]) + 1)
+        else:
+            score = float(pool.score[i])
+            waypoints = tuple((index.refs[n], float(view.spec[n])) for n in nodes[1:-1] if index.kind[n] != KIND_CHUNK)
+            reason = ExpansionReason(entities=waypoints, graph=float(pool.graph[i]), relevance=float(pool.relevance[i]),
+                                     score=score)
+        distance = int(found.distance[i])
+        graph = GraphProvenance(seed=path[0], path=path, edges=edges, distance=distance)
+        # built whole, by the reader: the binding admitted the row above (a hydrated chunk's raw score is 0)
+        hit = binding.reader.hydrate_row(row, score=score,
+                                         provenance=Provenance(raw_score=0.0, fused_score=score, graph=graph))
+        return hit, Expansion(key=key, ref=path[-1], seed=path[0], path=path, edges=edges, distance=distance,
+                              score=score, position=position, supports=tuple(index.refs[s] for s in found.supports(i)),
+                              reason=reason)
+
+    @staticmethod
+    def _tail_hit(binding: Any, pool: Pool, i: int, row: int, key: str, position: int):
+        """A retrieve candidate the graph did not reach that outranked the remaining graph candidates: its
+        provenance is the retrieve step's ranking (no graph route), and its record says so (``via``)."""
+        score = float(pool.score[i])
+        rank = int(pool.tail_ranks[i - pool.n_graph])
+        hit = binding.reader.hydrate_row(row, score=score,
+                                         provenance=Provenance(raw_score=0.0, fused_score=score, ranks={"retrieve": rank}))
+        ref = encode_ref(ChunkRef(hit.source.id, hit.chunk_id))
+        reason = ExpansionReason(entities=(), graph=0.0, relevance=float(pool.relevance[i]), score=score)
+        return hit, Expansion(key=key, ref=ref, seed="", path=(ref,), edges=(), distance=0, score=score,
+                              position=position, supports=(), reason=reason, via="retrieve")
 
 def expand_relations(*, types: list[str] | None = None, direction: Literal["out", "in", "both"] = "both",
                      depth: int = 1, limit: int = 20, seeds: tuple[str, ...] = SEED_KINDS,
                      ranking: Literal["relevance", "upstream"] = "relevance",
                      entity_hops: Literal["free", "counted"] | None = None, fan_out: int = FAN_OUT,
                      max_candidates: int = MAX_CANDIDATES, dense_entities: int = 0, min_share: float | None = None,
-                     damping: float | None = None, id: str = "expand-relations") -> ExpandRelationsStep:
+                     damping: float | None = None, compete: bool | None = None,
+                     id: str = "expand-relations") -> ExpandRelationsStep:
     """Expand evidence hits through the graph (additive: incoming hits are kept in order, unchanged).
 
     Parameters
@@ -336,4 +388,4 @@ def expand_relations(*, types: list[str] | None = None, direction: Literal["out"
     return ExpandRelationsStep(types=types, direction=direction, depth=depth, limit=limit, seeds=seeds,
                                ranking=ranking, entity_hops=entity_hops, fan_out=fan_out,
                                max_candidates=max_candidates, dense_entities=dense_entities, min_share=min_share,
-                               damping=damping, id=id)
+                               damping=damping, compete=compete, id=id)
