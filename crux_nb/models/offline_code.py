@@ -12,8 +12,8 @@ Two jobs, both general rules over the input's own text and statistics (no name l
    reST ````x````, and straight double quotes in an input that quotes code, i.e. where most
    quoted spans are short and unpunctuated, as in ``pydoc``'s ``"__exit__()"``) and, in prose,
    the unmistakable code shapes: dunder names, ``snake_case``, ``lowerCamel``, ``name()``
-   calls, ``--options`` and dotted names (``os.path.join``) whose head is shared by another
-   dotted name or that are seen in a code span. A trailing ``()`` folds (``dict.get()`` is
+   calls, ``--options`` and dotted names of three parts (``os.path.join``) or of two whose head is
+   shared by another dotted name or that are seen in a code span (``setup.py`` alone is not code). A trailing ``()`` folds (``dict.get()`` is
    ``dict.get``); a one-letter head is a placeholder (``x.__del__`` is ``__del__``); an
    all-caps word (``NAME1``, ``EXPRESSION``) is a grammar metavariable; a plain word (``with``,
    ``None``) is an identifier only when it recurs in code spans, and since it is also a word of
@@ -156,7 +156,7 @@ def code_entities(texts: list[str]) -> tuple[dict[str, str], list[dict[str, list
     offsets in ``texts[i]``; ``masked[i]`` is ``texts[i]`` with code blocks and spans blanked; ``technical``:
     the input has code spans or blocks (prose code shapes count only then).
 
-    >>> types, where, _, _ = code_entities(['Use "dict.get()" or "__missing__()"; see os.path.join and --verbose.'])
+    >>> types, where, _, _ = code_entities(['Use `dict.get()` or `__missing__()`; see os.path.join and --verbose.'])
     >>> sorted(types.items())
     [('--verbose', 'option'), ('__missing__', 'code'), ('dict.get', 'code'), ('os.path.join', 'code')]
     """
@@ -177,7 +177,7 @@ def code_entities(texts: list[str]) -> tuple[dict[str, str], list[dict[str, list
     masked = [mask_code(t, s) for t, s in zip(texts, spans)]
     # code shapes in prose count only in a technical input (one with code spans or blocks): a novel's
     # "--Marley" is a dash and its "St.Paul" a typo
-    technical = sum(len(s) for s in spans) >= 3 or any(_FENCE.search(t) for t in texts)
+    technical = any(spans) or any(_FENCE.search(t) for t in texts)
     prose: list[list[tuple[str, int, str]]] = []
     for text in masked if technical else ():
         hits = [(m.group(), m.start(), "option") for m in _LONG_FLAG.finditer(text)]
@@ -191,7 +191,7 @@ def code_entities(texts: list[str]) -> tuple[dict[str, str], list[dict[str, list
     for hits in prose:
         for name, _pos, kind in hits:
             if "." in name and not (name in types or shared_heads[name.split(".")[0]] >= 2
-                                    or name.split(".")[0] in types):
+                                    or name.split(".")[0] in types or name.count(".") >= 2):
                 continue  # "setup.py", "e.g": a dotted word with nothing to say it is code
             if not _placeholder(name):
                 types.setdefault(name, kind)
