@@ -279,6 +279,22 @@ class KnowledgeBase(GraphExports, CommunityAccess, Saving):
 
         return extract_entities(self, model, batch_chars=batch_chars, progress=progress, executor=executor)
 
+    def graph_report(self, *, top: int = 10):
+        """The entity graph's quality: hubs by share of chunks, untyped share, suspicious aliases, isolated
+        entities and per-type counts (``.to_frame()``, an HTML repr); see ``crux_nb.extract.report``.
+
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_text("a.md", "Ada Lovelace met Charles Babbage in London.")
+        >>> _ = kb.extract_entities()
+        >>> kb.graph_report().n_entities
+        3
+        """
+        from .extract.report import graph_report
+        from .validation import check_int
+
+        return graph_report(self.state, top=check_int("graph_report()", "top", top, minimum=1))
+
     # ------------------------------------------------------------------ views
     def view(self, *, id: str, where: dict):
         """A typed view: sources whose metadata match ``where`` (see ``crux_nb.views``).

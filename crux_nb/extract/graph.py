@@ -16,6 +16,7 @@ import pandas as pd
 
 from .._hashing import stable_hash, stable_id
 from ..refs import EntityRef, encode_ref
+from ..models.offline_code import CODE_TYPES
 from ..models.offline_names import fold_names
 from ..schema import coerce, empty_frame
 
@@ -33,6 +34,27 @@ def entity_id_for(name: str) -> str:
     """
     words = _WORD.findall(name.casefold())
     return "-".join(words) if words else f"e-{stable_hash(name.strip(), length=12)}"
+
+
+def code_entity_id(name: str) -> str:
+    """The id of an identifier or option: case kept (``Path`` is not ``path``), a flag's dashes kept.
+
+    >>> code_entity_id("os.path.join"), code_entity_id("Path"), code_entity_id("--verbose")
+    ('os-path-join', 'Path', '--verbose')
+    """
+    words = _WORD.findall(name)
+    dashes = name[:len(name) - len(name.lstrip("-"))]
+    return dashes + "-".join(words) if words else f"e-{stable_hash(name.strip(), length=12)}"
+
+
+def _label(name: str, kind: str | None) -> str:
+    """The grouping label of a name: case-folded, except an identifier's (case matters in code; the backtick
+    keeps ``python`` the command apart from ``Python`` the language)."""
+    return "`" + name if kind in CODE_TYPES else name.casefold()
+
+
+def _id_for(name: str, kind: str | None) -> str:
+    return code_entity_id(name) if kind in CODE_TYPES else entity_id_for(name)
 
 
 class _Entity:
@@ -59,9 +81,13 @@ def _group_ids(outputs: list[tuple[str, dict[str, Any]]]) -> dict[str, str]:
         return x
 
     names: dict[str, Counter] = defaultdict(Counter)
+    code: set[str] = set()  # identifiers: grouped by exact name only, never folded as people's names are
     for _source, output in outputs:
         for ent in output.get("entities", []):
-            labels = [ent["name"].casefold(), *(a.casefold() for a in ent.get("aliases", []) if a)]
+            kind = ent.get("type")
+            labels = [_label(ent["name"], kind), *(_label(a, kind) for a in ent.get("aliases", []) if a)]
+            if kind in CODE_TYPES:
+                code.add(labels[0])
             names[labels[0]][ent["name"]] += 1
             find(labels[0])
             for label in labels[1:]:
@@ -70,10 +96,11 @@ def _group_ids(outputs: list[tuple[str, dict[str, Any]]]) -> dict[str, str]:
                     parent[max(a, b)] = min(a, b)  # deterministic: the smaller label is the root
     # the same folding the offline model applies inside one call, now across calls: "Mr. Topper" in one,
     # "Topper" in another; "Martha" in one, "Martha Cratchit" in another
-    display = {label: next(iter(names[label]), label) for label in parent}
+    display = {label: next(iter(names[label]), label.lstrip("`")) for label in parent}
     for label in list(display):
         display.setdefault(label, label)
-    target, _aliases = fold_names({k: display[k] for k in parent}, {k: sum(names[k].values()) for k in parent},
+    target, _aliases = fold_names({k: display[k] for k in parent if k not in code},
+                                  {k: sum(names[k].values()) for k in parent if k not in code},
                                   set(), Counter(), str.casefold)
     for label, dest in target.items():
         a, b = find(label), find(dest)
@@ -87,7 +114,7 @@ def _group_ids(outputs: list[tuple[str, dict[str, Any]]]) -> dict[str, str]:
         counts = groups[find(label)]
         if counts:
             canonical = sorted(counts.items(), key=lambda kv: (-kv[1], -len(kv[0]), kv[0]))[0][0]
-            ids[label] = entity_id_for(canonical)
+            ids[label] = code_entity_id(canonical) if label in code else entity_id_for(canonical)
     return ids
 
 
@@ -100,7 +127,8 @@ def build_entity_frames(outputs: list[tuple[str, dict[str, Any]]], chunk_sources
     for _source, output in outputs:
         lookup = {}
         for ent in output.get("entities", []):
-            eid = group_ids.get(ent["name"].casefold()) or entity_id_for(ent["name"])
+            kind = ent.get("type")
+            eid = group_ids.get(_label(ent["name"], kind)) or _id_for(ent["name"], kind)
             record = entities[eid]
             record.names[ent["name"]] += 1
             record.aliases.update(a for a in ent.get("aliases", []) if a)
@@ -109,8 +137,10 @@ def build_entity_frames(outputs: list[tuple[str, dict[str, Any]]], chunk_sources
             if ent.get("description"):
                 record.descriptions.append(ent["description"])
             for label in (ent["name"], *ent.get("aliases", [])):
-                lookup.setdefault(label.casefold(), eid)
-        resolve = lambda name: lookup.get(name.casefold()) or entity_id_for(name)  # noqa: E731
+                lookup.setdefault(_label(label, kind), eid)
+
+        def resolve(name: str) -> str:  # an identifier by its exact name first, then a name case-folded
+            return lookup.get("`" + name) or lookup.get(name.casefold()) or entity_id_for(name)
         for m in output.get("mentions", []):
             if m["chunk_id"] in chunk_sources:
                 eid = resolve(m["name"])

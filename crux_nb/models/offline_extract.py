@@ -36,6 +36,8 @@ from .text import (
 from .text import (
     CONNECTORS as _CONNECTORS,
 )
+from .offline_assemble import assemble
+from .offline_code import acronym_definitions, code_entities, mask_noise
 from .offline_concepts import recurring_concepts as _concepts
 from .offline_names import clean_occurrences, determiner_counts, fold_names
 from .text import (
@@ -185,23 +187,14 @@ def _has_title(name: str) -> bool:
     return any(w.rstrip(".").lower() in _TITLES for w in name.split(" "))
 
 
-def _entity_type(name: str, concept: bool) -> str | None:
-    words = name.split(" ")
-    if concept:
-        return "concept"
-    if _has_title(name) and len(words) >= 2:
-        return "person"
-    if words[-1].rstrip(".").lower() in _ORG_SUFFIX:
-        return "organization"
-    if any(_VERSION.match(w) for w in words[1:]):
-        return "product"
-    return None
-
-
 def extract_entities(chunks: Sequence[dict[str, Any]], *, concepts: bool = True, concept_min_chunks: int = 3,
                      max_concepts: int = 10) -> dict[str, Any]:
     """The ``extract`` task output for ``chunks`` (``[{"id", "text"}]``)."""
-    texts = [(str(ch["id"]), str(ch.get("text") or "")) for ch in chunks]
+    originals = [str(ch.get("text") or "") for ch in chunks]
+    noise = [mask_noise(t) for t in originals]  # markup that names nothing: comments, tables, URLs, paths
+    code = code_entities(noise)  # identifiers, and the texts with code blanked for the name rules
+    texts = [(str(ch["id"]), masked) for ch, masked in zip(chunks, code[2])]
+    code = (code[0], code[1], noise, code[3])
     lower_counts: Counter = Counter()
     for _cid, text in texts:
         lower_counts.update(_LOWER_WORD.findall(text))
@@ -229,7 +222,9 @@ def extract_entities(chunks: Sequence[dict[str, Any]], *, concepts: bool = True,
     target, aliases = fold_names(canon, {k: sum(c.values()) for k, c in variants.items()}, concept_keys,
                                  lower_counts, _key)
     _add_aliases(variants, canon, target, aliases, concept_keys)
-    return _assemble(texts, found.spans_by_chunk, canon, target, aliases, concept_keys)
+    _define_acronyms(originals, canon, target, aliases)
+    return assemble(texts, found.spans_by_chunk, canon, target, aliases, concept_keys, code=code,
+                    originals=originals)
 
 
 class _Candidates:
@@ -262,7 +257,7 @@ class _Candidates:
         common = starter or first in lower_words
         pos = ptoks[0].start
         self.raw[(ci, pos)] = text[pos:ptoks[-1].end]
-        if amb and not common and _APPOSITIVE.match(text, ptoks[-1].end):
+        if amb and not common and not first.endswith("ly") and _APPOSITIVE.match(text, ptoks[-1].end):
             self.defined.add(_key(name))
             self.sure.append((ci, name, pos))
         elif len(ptoks) == 1 and (_CODE.match(name) or (amb and not headingish and _ACRONYM.match(name))):
@@ -342,49 +337,17 @@ def _known_parts_of(name: str, known: set[str]) -> list[str]:
     return found
 
 
-def _pattern(name: str) -> re.Pattern[str]:
-    body = re.escape(name).replace(r"\ ", r"\s+")
-    return re.compile(r"(?<![\w])" + body + r"(?![\w])", re.IGNORECASE if name.islower() else 0)
-
-
-def _assemble(texts, spans_by_chunk, canon, target, aliases, concept_keys) -> dict[str, Any]:
-    entities = []
-    patterns: dict[str, list[re.Pattern[str]]] = {}
-    for key in sorted(set(target.values()), key=lambda k: canon[k]):
-        name = canon[key]
-        forms = sorted(aliases.get(key, ()))
-        patterns[name] = [_pattern(f) for f in [name] + forms]
-        item: dict[str, Any] = {"name": name, "aliases": forms}
-        etype = _entity_type(name, key in concept_keys)
-        if etype:
-            item["type"] = etype
-        entities.append(item)
-    mentions = []
-    # per chunk: entity name -> indexes of the sentences naming it
-    where: list[dict[str, list[int]]] = []
-    for ci, (cid, text) in enumerate(texts):
-        found: dict[str, list[int]] = {}
-        for name, pats in patterns.items():
-            if any(p.search(text) for p in pats):
-                found[name] = [
-                    si for si, span in enumerate(spans_by_chunk[ci]) if any(p.search(span.text) for p in pats)
-                ]
-        where.append(found)
-        mentions.extend({"chunk_id": cid, "name": n} for n in sorted(found))
-    pairs: dict[tuple[str, str], list[int]] = defaultdict(list)
-    for ci, found in enumerate(where):
-        present = sorted(found)
-        for i, a in enumerate(present):
-            for b in present[i + 1:]:
-                pairs[(a, b)].append(ci)
-    related = []
-    for (a, b), cis in sorted(pairs.items()):
-        item: dict[str, Any] = {"from": a, "to": b, "chunk_ids": [texts[ci][0] for ci in cis]}
-        for ci in cis:
-            shared = sorted(set(where[ci][a]) & set(where[ci][b]))
-            shared = [si for si in shared if len(spans_by_chunk[ci][si].text) <= 500]
-            if shared:
-                item["description"] = spans_by_chunk[ci][shared[0]].text
-                break
-        related.append(item)
-    return {"entities": entities, "mentions": mentions, "related": related}
+def _define_acronyms(texts: list[str], canon: dict[str, str], target: dict[str, str],
+                     aliases: dict[str, set]) -> None:
+    """An acronym joins a long name only where the text defines it ("Application Programming Interface (API)")."""
+    defined: dict[str, str] = {}
+    for text in texts:
+        for acronym, long_name in acronym_definitions(text).items():
+            defined.setdefault(_key(acronym), _key(long_name))
+    for short, long_key in defined.items():
+        if short in target and long_key in target and target[short] == short and target[long_key] != short:
+            dest = target[long_key]
+            for key, into in list(target.items()):
+                if into == short:
+                    target[key] = dest
+            aliases[dest].update({canon[short]} | aliases.pop(short, set()))

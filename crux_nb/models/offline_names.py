@@ -132,6 +132,9 @@ def clean_occurrences(occurrences: list[tuple[int, str, int]], *, raw: dict[tupl
             continue
         if len(words) == 1 and key(name) in nominal:
             continue
+        if (long_input and len(words) == 1 and not name.isupper() and not mid_counts[name] and key(name) not in defined
+                and not _CODE.match(name)):
+            continue  # only ever capitalised where a sentence starts ("Formally,", "Returns"): not a name
         kept.append((ci, name, pos))
     need = MIN_SUPPORT if long_input else 1
     support = Counter(key(n) for _c, n, _p in kept)
@@ -175,8 +178,10 @@ def fold_names(canon: dict[str, str], counts: dict[str, int], concept_keys: set[
             if title in _MALE_TITLES or len(core) >= 2 or core_key in given:
                 # "Mr. Scrooge" -> "Scrooge"; "Miss Belinda" -> "Belinda" (or "Belinda Cratchit"); not "Mrs. Cratchit"
                 link(k, core_key if core_key in names else _only_full_name(core_key, names, names))
-        elif len(words) >= 2 and lower_counts[words[0].lower()] > 0 and not _title(words[0]):
-            link(k, key(" ".join(words[1:])))  # "Old Marley" -> "Marley", "Tiny Tim" -> "Tim"
+        elif len(words) >= 2 and lower_counts[words[0].lower()] > 0 and not _title(words[0]) and not (
+                len(words) == 2 and words[1].isupper()):
+            # "Old Marley" -> "Marley", "Tiny Tim" -> "Tim"; never into an acronym ("Python API" is not "API")
+            link(k, key(" ".join(words[1:])))
         if k not in parent and "of" in words[1:-1]:
             rest = words[words.index("of") + 1:]
             rest = rest[1:] if rest and rest[0] == "the" else rest
@@ -186,7 +191,8 @@ def fold_names(canon: dict[str, str], counts: dict[str, int], concept_keys: set[
             link(k, key(" ".join(words[:-1] + [words[-1][:-1]])))  # "Cratchits" -> "Cratchit"
     roots = {k: names[k] for k in names if k not in parent}
     for k, name in roots.items():
-        if " " not in name and name[:1].isalpha() and not any(c.isdigit() for c in name):
+        # an acronym joins a long name only where the text defines it (offline_extract._define_acronyms)
+        if " " not in name and name[:1].isalpha() and not any(c.isdigit() for c in name) and not name.isupper():
             match = _only_full_name(k, roots, names)
             if match:
                 parent[k] = match

@@ -21,7 +21,9 @@ from functools import lru_cache
 from typing import Any
 
 from ..errors import ModelError
-from .offline_extract import _LOWER_WORD, _assemble, _key
+from .offline_assemble import assemble
+from .offline_code import code_entities, mask_noise
+from .offline_extract import _LOWER_WORD, _key
 from .offline_names import FUNCTION_WORDS, clean_occurrences, determiner_counts, fold_names
 from .text import TITLES, normalize_ws, sentence_spans
 
@@ -65,7 +67,11 @@ def _clean_name(text: str) -> str:
 def spacy_extract(chunks: list[dict[str, Any]]) -> dict[str, Any]:
     """The ``extract`` task output for ``chunks`` (``[{"id", "text"}]``) from spaCy's NER."""
     nlp = _pipeline()
-    texts = [(str(ch["id"]), str(ch.get("text") or "")) for ch in chunks]
+    originals = [str(ch.get("text") or "") for ch in chunks]
+    noise = [mask_noise(t) for t in originals]  # the rules' noise and identifier handling, shared
+    code = code_entities(noise)
+    texts = [(str(ch["id"]), masked) for ch, masked in zip(chunks, code[2])]
+    code = (code[0], code[1], noise, code[3])
     lower_counts: Counter = Counter()
     for _cid, text in texts:
         lower_counts.update(_LOWER_WORD.findall(text))
@@ -96,12 +102,13 @@ def spacy_extract(chunks: list[dict[str, Any]]) -> dict[str, Any]:
         for name in counts:
             if name != canon[target[key]]:
                 aliases[target[key]].add(name)
-    out = _assemble(texts, [sentence_spans(t) for _c, t in texts], canon, target, aliases, set())
+    out = assemble(texts, [sentence_spans(t) for _c, t in texts], canon, target, aliases, set(), code=code,
+                   originals=originals)
     group_types: dict[str, Counter] = defaultdict(Counter)
     for key, dest in target.items():
         group_types[canon[dest]].update(types[key])
     for entity in out["entities"]:
         ranked = sorted(group_types[entity["name"]].items(), key=lambda kv: (-kv[1], kv[0]))
-        if ranked:
+        if ranked and entity["type"] not in ("code", "option"):
             entity["type"] = ranked[0][0]
     return out

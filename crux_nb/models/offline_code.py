@@ -1,0 +1,243 @@
+"""Technical text for the offline extractors: markup noise, code spans and identifiers.
+
+Two jobs, both general rules over the input's own text and statistics (no name lists):
+
+1. :func:`mask_noise` blanks markup that names nothing -- HTML comments and tags, front
+   matter, table rules (``|---|``, ``+===+``), base64-like runs, URLs, e-mail addresses,
+   file paths and section numbers (``Section 24.3``) -- with spaces of the same length, so
+   every offset (and every sentence span) stays where it was. :func:`mask_code` also blanks
+   fenced code blocks and code spans, for the capitalised-name rules (a grammar block's
+   ``NAME2`` or a quoted ``"TypeError"`` is not a proper name).
+2. :func:`code_entities` finds identifiers: the content of code spans (Markdown `` `x` ``,
+   reST ````x````, and straight double quotes in an input that quotes code, i.e. where most
+   quoted spans are short and unpunctuated, as in ``pydoc``'s ``"__exit__()"``) and, in prose,
+   the unmistakable code shapes: dunder names, ``snake_case``, ``lowerCamel``, ``name()``
+   calls, ``--options`` and dotted names of three parts (``os.path.join``) or of two whose head is
+   shared by another dotted name or that are seen in a code span (``setup.py`` alone is not code). A trailing ``()`` folds (``dict.get()`` is
+   ``dict.get``); a one-letter head is a placeholder (``x.__del__`` is ``__del__``); an
+   all-caps word (``NAME1``, ``EXPRESSION``) is a grammar metavariable; a plain word (``with``,
+   ``None``) is an identifier only when it recurs in code spans, and since it is also a word of
+   the prose it is linked only where it is marked as code. Types: ``option`` for flags,
+   ``code`` for the rest. Names are case-sensitive (``Path`` is not ``path``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+
+__all__ = ["CODE_TYPES", "code_entities", "code_spans", "mask_code", "mask_noise", "acronym_definitions"]
+
+#: Entity types whose names are case-sensitive identifiers.
+CODE_TYPES = frozenset({"code", "option"})
+
+_NOISE = [
+    re.compile(r"<!--.*?(?:-->|\Z)", re.S),  # HTML comments (<!-- YAML --> blocks)
+    re.compile(r"\A\ufeff?---[ \t]*\n.*?\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S),  # YAML front matter
+    re.compile(r"^[ \t]*[|+]?[ \t]*:?[-=]{3,}:?[ \t]*(?:[|+][ \t]*:?[-=]{3,}:?[ \t]*)*[|+]?[ \t]*$", re.M),  # table rules
+    re.compile(r"</?[A-Za-z][\w-]*(?:\s[^<>\n]*)?/?>"),  # HTML tags (the text between them stays)
+    re.compile(r"\b(?:https?|ftp|file)://[^\s<>\"'`)\]]+|\bwww\.[^\s<>\"'`)\]]+", re.I),  # URLs
+    re.compile(r"\b[\w.+-]+@[\w-]+\.[\w.-]+\b"),  # e-mail addresses
+    re.compile(r"(?<![\w/.])(?:~|\.{1,2})?/(?:[\w.@-]+/)+[\w.@-]*|\b[A-Za-z]:\\[^\s\"'`]+"),  # file paths
+    re.compile(r"\b(?:[Ss]ections?|[Cc]hapters?|§)\s*\d+(?:\.\d+)*"),  # section numbers: "Section 24.3"
+]
+_BASE64 = re.compile(r"[A-Za-z0-9+/]{20,}={0,2}")
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]*\1[`~]*[ \t]*$|\Z)", re.M | re.S)
+_BACKTICK = re.compile(r"``([^`\n]+?)``|(?<!`)`([^`\n]+)`(?!`)")
+_DQUOTE = re.compile(r'(?<![\w"])"([^"\n]{1,80})"(?![\w"])')
+_SHORT_QUOTE = re.compile(r"^[^\s.!?,;]+(?: [^\s.!?,;]+){0,2}$")  # <= 3 words, no sentence punctuation
+
+_IDENT = r"[A-Za-z_][\w]*"
+_DOTTED = re.compile(rf"(?<![\w.]){_IDENT}(?:\.{_IDENT})+(?:\(\))?(?![\w(]|\.\w)")
+_DUNDER = re.compile(r"(?<![\w.])__[A-Za-z][\w]*?__(?:\(\))?(?!\w)")
+_SNAKE = re.compile(r"(?<![\w.-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?:\(\))?(?![\w-])")
+_LOWER_CAMEL = re.compile(r"(?<![\w.-])[a-z]+[A-Z][A-Za-z0-9]*(?:\(\))?(?![\w-])")
+_CALL = re.compile(rf"(?<![\w.]){_IDENT}\(\)")
+_LONG_FLAG = re.compile(r"(?<![\w-])--[A-Za-z][\w-]*[A-Za-z0-9]")
+_FLAG = re.compile(r"^--?[A-Za-z][\w-]*$")
+_WHOLE = re.compile(rf"^{_IDENT}(?:\.{_IDENT})*(?:\(.*\))?$")
+_PHRASE = re.compile(r"^[a-z][\w-]*(?: [a-z][\w-]*){1,2}$")
+_CALLEE = re.compile(rf"(?<![\w.])({_IDENT}(?:\.{_IDENT})*)\(")
+_ACRONYM_DEF = re.compile(r"\b((?:[A-Z][a-z]+|[a-z]+)(?:[ -](?:[A-Za-z][a-z]+|of|and|for|the)){1,6}) \(([A-Z]{2,}s?)\)")
+
+
+def _blank(text: str, start: int, end: int) -> str:
+    return text[:start] + re.sub(r"[^\n]", " ", text[start:end]) + text[end:]
+
+
+def _blank_all(text: str, spans) -> str:
+    chars = list(text)
+    for start, end in spans:
+        for i in range(start, end):
+            if chars[i] != "\n":
+                chars[i] = " "
+    return "".join(chars)
+
+
+def mask_noise(text: str) -> str:
+    """``text`` with markup noise blanked (same length, newlines kept).
+
+    >>> mask_noise("<!-- YAML --> See https://x.org/a and Section 24.3 of IACJCAAAAbbbb0123456789==.")
+    '              See                 and                of                            .'
+    """
+    spans = [m.span() for pat in _NOISE for m in pat.finditer(text)]
+    spans += [m.span() for m in _BASE64.finditer(text) if _base64_like(m.group())]
+    return _blank_all(text, spans) if spans else text
+
+
+def _base64_like(run: str) -> bool:
+    """Mixed upper, lower and digits (or ``+/``) with no lowercase word inside: not an identifier."""
+    body = run.rstrip("=")
+    return (any(c.isupper() for c in body) and any(c.islower() for c in body)
+            and (any(c.isdigit() for c in body) or "+" in body or "/" in body)
+            and not re.search(r"[a-z]{5,}", body))
+
+
+def quotes_code(text: str) -> bool:
+    """Does the input quote code in straight double quotes? Most quoted spans short and unpunctuated."""
+    quoted = [m.group(1) for m in _DQUOTE.finditer(text)]
+    short = sum(1 for q in quoted if _SHORT_QUOTE.match(q.strip()))
+    return len(quoted) >= 3 and 2 * short >= len(quoted)
+
+
+def code_spans(text: str, quoted: bool) -> list[tuple[int, int, str]]:
+    """``(start, end, content)`` of the code spans of ``text`` (backticks; straight quotes when ``quoted``)."""
+    out = [(m.start(), m.end(), m.group(1) or m.group(2)) for m in _BACKTICK.finditer(text)]
+    if quoted:
+        taken = [(a, b) for a, b, _ in out]
+        out += [(m.start(), m.end(), m.group(1)) for m in _DQUOTE.finditer(text)
+                if not any(a < m.end() and m.start() < b for a, b in taken)]
+    return sorted(out)
+
+
+def mask_code(text: str, spans: list[tuple[int, int, str]]) -> str:
+    """``text`` with fenced code blocks and the given code spans blanked (for the name rules)."""
+    return _blank_all(text, [m.span() for m in _FENCE.finditer(text)] + [(a, b) for a, b, _ in spans])
+
+
+def _fold(ident: str) -> str:
+    ident = re.sub(r"\(.*\)$", "", ident)
+    parts = ident.split(".")
+    while len(parts) > 1 and len(parts[0]) == 1:  # "x.__del__": a one-letter head is a placeholder
+        parts = parts[1:]
+    return ".".join(parts)
+
+
+def _placeholder(name: str) -> bool:
+    """A grammar metavariable or a non-identifier: all caps without ``_`` (``NAME1``, ``CLS``), one letter, digits."""
+    bare = name.lstrip("-")
+    letters = bare.replace(".", "")
+    return (len(letters) < 2 or (letters.isupper() and "_" not in letters) or not any(c.isalpha() for c in bare)
+            or all(p.isupper() and "_" not in p for p in bare.split(".")))
+
+
+def _from_span(content: str) -> list[tuple[str, str, bool]]:
+    """``(name, type, shaped)`` identifiers in one code span's content; ``shaped``: not a plain word."""
+    content = content.strip()
+    if _FLAG.match(content.split("=")[0]) and " " not in content:
+        return [(content.split("=")[0], "option", True)]
+    if _WHOLE.match(content):
+        name = _fold(content)
+        shaped = "." in name or "_" in name or "(" in content or any(c.isupper() for c in name[1:])
+        return [] if _placeholder(name) else [(name, "code", shaped)]
+    if _PHRASE.match(content) and all(len(w) >= 2 for w in content.split(" ")):
+        return [(content, "code", False)]  # "async with", "yield from", "playwright-cli open"
+    found = [(m.group(), "option", True) for m in _LONG_FLAG.finditer(content)]
+    for pat in (_DUNDER, _DOTTED, _SNAKE, _LOWER_CAMEL):
+        found += [(_fold(m.group()), "code", True) for m in pat.finditer(content)]
+    found += [(_fold(m.group(1)), "code", True) for m in _CALLEE.finditer(content) if len(m.group(1)) >= 2]
+    return [(n, t, s) for n, t, s in found if n and not _placeholder(n)]
+
+
+def code_entities(texts: list[str]) -> tuple[dict[str, str], list[dict[str, list[int]]], list[str], bool]:
+    """Identifiers of ``texts`` (noise-masked inputs): ``(types, positions, masked, technical)``.
+
+    ``types`` maps a name to ``code`` or ``option``; ``positions[i]`` maps a name to its start
+    offsets in ``texts[i]``; ``masked[i]`` is ``texts[i]`` with code blocks and spans blanked; ``technical``:
+    the input has code spans or blocks (prose code shapes count only then).
+
+    >>> types, where, _, _ = code_entities(['Use `dict.get()` or `__missing__()`; see os.path.join and --verbose.'])
+    >>> sorted(types.items())
+    [('--verbose', 'option'), ('__missing__', 'code'), ('dict.get', 'code'), ('os.path.join', 'code')]
+    """
+    joined = "\n".join(texts)
+    quoted = quotes_code(joined)
+    spans = [code_spans(t, quoted) for t in texts]
+    types: dict[str, str] = {}
+    plain_counts: Counter = Counter()
+    span_names: dict[int, list[tuple[str, int, bool]]] = defaultdict(list)
+    for i, chunk_spans in enumerate(spans):
+        for start, _end, content in chunk_spans:
+            for name, kind, shaped in _from_span(content):
+                span_names[i].append((name, start, shaped))
+                types.setdefault(name, kind)
+                if not shaped:
+                    plain_counts[name] += 1
+    heads = Counter(n.split(".")[0] for n in types if "." in n)
+    masked = [mask_code(t, s) for t, s in zip(texts, spans)]
+    # code shapes in prose count only in a technical input (one with code spans or blocks): a novel's
+    # "--Marley" is a dash and its "St.Paul" a typo
+    technical = any(spans) or any(_FENCE.search(t) for t in texts)
+    prose: list[list[tuple[str, int, str]]] = []
+    for text in masked if technical else ():
+        hits = [(m.group(), m.start(), "option") for m in _LONG_FLAG.finditer(text)]
+        for pat in (_DUNDER, _SNAKE, _LOWER_CAMEL, _CALL):
+            hits += [(_fold(m.group()), m.start(), "code") for m in pat.finditer(text)]
+        dotted = [(_fold(m.group()), m.start(), "code") for m in _DOTTED.finditer(text)]
+        heads.update(n.split(".")[0] for n, _p, _k in dotted)
+        prose.append(hits + dotted)
+    dotted_names = {n for hits in prose for n, _p, _k in hits if "." in n}
+    shared_heads = Counter(n.split(".")[0] for n in dotted_names | {n for n in types if "." in n})
+    for hits in prose:
+        for name, _pos, kind in hits:
+            if "." in name and not (name in types or shared_heads[name.split(".")[0]] >= 2
+                                    or name.split(".")[0] in types or name.count(".") >= 2):
+                continue  # "setup.py", "e.g": a dotted word with nothing to say it is code
+            if not _placeholder(name):
+                types.setdefault(name, kind)
+    # a plain word ("with", "None") is an identifier only when it recurs in code spans
+    types = {n: k for n, k in types.items() if n not in plain_counts or plain_counts[n] >= 2 or _shaped(n)}
+    positions: list[dict[str, list[int]]] = []
+    prose += [[] for _ in range(len(masked) - len(prose))]
+    for i, text in enumerate(masked):
+        where: dict[str, list[int]] = defaultdict(list)
+        for name, start, _flag in span_names.get(i, ()):
+            if name in types:
+                where[name].append(start)
+        for name, start, _kind in prose[i]:
+            if name in types:
+                where[name].append(start)
+        positions.append(dict(where))
+    return types, positions, masked, technical
+
+
+def _shaped(name: str) -> bool:
+    return "." in name or "_" in name or name.startswith("-") or " " in name or any(c.isupper() for c in name[1:])
+
+
+def prose_pattern(name: str, technical: bool = True) -> re.Pattern[str] | None:
+    """Where an identifier is mentioned outside code spans (case-sensitive); ``None`` for a plain word,
+    which is also a word of the prose and links only where it is marked as code."""
+    if not technical or not _shaped(name) or " " in name:
+        return None
+    return re.compile(r"(?<![\w.-])" + re.escape(name) + r"(?:\(\))?(?![\w-]|\.\w)")
+
+
+def acronym_definitions(text: str) -> dict[str, str]:
+    """Acronym -> the long name it is defined as in ``text`` (``Application Programming Interface (API)``),
+    only when the acronym's letters are the initials of the long name's words (function words optional).
+
+    >>> acronym_definitions("An Application Programming Interface (API) and the central processing unit (CPU).")
+    {'API': 'Application Programming Interface', 'CPU': 'central processing unit'}
+    """
+    out: dict[str, str] = {}
+    for m in _ACRONYM_DEF.finditer(text):
+        words, acronym = re.split(r"[ -]", m.group(1)), m.group(2).rstrip("s")
+        for start in range(len(words)):  # the shortest tail of the phrase whose initials spell it
+            tail = words[start:]
+            full = "".join(w[0] for w in tail).upper()
+            content = "".join(w[0] for w in tail if w not in ("of", "and", "for", "the")).upper()
+            if acronym in (full, content) and tail[0] not in ("of", "and", "for", "the"):
+                out.setdefault(acronym, " ".join(tail))
+                break
+    return out
