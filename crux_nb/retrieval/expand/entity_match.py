@@ -4,6 +4,13 @@ Names and the query are normalised the same way (case-folded, words only, so
 whitespace and punctuation differences do not matter). Matches are whole words,
 longest first, never overlapping; ties go left to right, then by entity id.
 
+Identifiers (entities typed ``code`` or ``option``) are matched as code is written: case-sensitive, on the
+query's code-shaped tokens (``dict.setdefault``, ``__radd__``, ``snake_case``, ``CamelCase``, ``name()``,
+``--flag``) and on anything it marks as code (backticks or quotes); a dotted token no entity is named by
+matches its parts (``dict.setdefault`` -> ``dict``, ``setdefault``). An identifier that is a plain word
+(``with``, ``is``) is also a word of the prose, so it matches only where the query marks it
+(`` `with` ``); a multi-word one (``async with``) matches as words. These matches come first, in query order.
+
 >>> from crux_nb.retrieval.expand.entity_match import normalise_words
 >>> normalise_words("  Priya's   LAUNCH-plan ")
 ('priya', 's', 'launch', 'plan')
@@ -21,6 +28,16 @@ from ...refs import EntityRef
 from ..retriever.lexical import top_order
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+#: entity types named by case-sensitive identifiers (crux_nb.models.offline_code.CODE_TYPES)
+CODE_TYPES = frozenset({"code", "option"})
+_MARKED = re.compile(r"`([^`\n]+)`|\"([^\"\n]{1,80})\"|'([^'\n]{1,80})'")
+_TOKEN = re.compile(r"(?<![\w.-])(--?[A-Za-z][\w-]*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(\(\))?")
+_SHAPED = re.compile(r"^-|[._]|[a-z][A-Z]|^[A-Z][a-z0-9]+[A-Z]")
+
+
+def _surface(name: str) -> str:
+    name = name.strip()
+    return name[:-2] if name.endswith("()") else name
 
 
 def normalise_words(text: str) -> tuple[str, ...]:
@@ -32,17 +49,56 @@ class EntityNameIndex:
 
     def __init__(self, entities: Any):
         self.names: dict[tuple[str, ...], set[str]] = {}
-        for eid, name, aliases in zip(entities["entity_id"], entities["canonical_name"], entities["aliases"]):
+        self.code: dict[str, set[str]] = {}  # an identifier's surface, case kept -> entity ids
+        types = entities["type"] if "type" in entities.columns else [None] * len(entities)
+        for eid, name, aliases, kind in zip(entities["entity_id"], entities["canonical_name"], entities["aliases"],
+                                            types):
             for label in (name, *aliases):
-                words = normalise_words(label) if isinstance(label, str) else ()
+                if not isinstance(label, str):
+                    continue
+                if kind in CODE_TYPES:
+                    self.code.setdefault(_surface(label), set()).add(eid)
+                    if " " not in label.strip():  # a one-token identifier is matched as code, never as a word
+                        continue
+                words = normalise_words(label)
                 if words:
                     self.names.setdefault(words, set()).add(eid)
         self.longest = max((len(k) for k in self.names), default=0)
 
+    def _code(self, query: str) -> tuple[list[str], str]:
+        """Identifiers the query names (in query order) and the query with their tokens blanked."""
+        found: list[tuple[int, str]] = []
+        spans: list[tuple[int, int]] = []
+        for m in _MARKED.finditer(query):  # marked as code: any identifier, plain words too
+            text = _surface(next(g for g in m.groups() if g is not None))
+            ids = self.code.get(text) or self._parts(text)
+            if ids:
+                found += [(m.start(), e) for e in sorted(ids)]
+                spans.append(m.span())
+        for m in _TOKEN.finditer(query):
+            if any(a <= m.start() < b for a, b in spans):
+                continue
+            token = m.group(1)
+            if not (m.group(2) or _SHAPED.search(token)):
+                continue  # a plain word: prose unless marked
+            ids = self.code.get(token) or self._parts(token)
+            if ids:
+                found += [(m.start(), e) for e in sorted(ids)]
+                spans.append(m.span())
+        blanked = query
+        for a, b in spans:
+            blanked = blanked[:a] + " " * (b - a) + blanked[b:]
+        ordered = [e for _, e in sorted(found, key=lambda x: x[0])]
+        return list(dict.fromkeys(ordered)), blanked
+
+    def _parts(self, token: str) -> set[str]:
+        parts = token.split(".") if "." in token else []
+        return {e for part in parts for e in self.code.get(part, ())}
+
     def find(self, query: str) -> list[str]:
+        found, query = self._code(query) if self.code else ([], query)
         words = normalise_words(query)
         used = [False] * len(words)
-        found: list[str] = []
         for size in range(min(self.longest, len(words)), 0, -1):
             for start in range(len(words) - size + 1):
                 if any(used[start:start + size]):

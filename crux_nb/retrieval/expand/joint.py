@@ -1,20 +1,25 @@
 """The relevance ranking's candidate pool: graph candidates and the retrieve step's next candidates, ranked
-together, so an expansion at a budget of k hits never trades a better retrieve hit for a worse graph one.
+together, so an expansion at a budget of k hits does not trade a better retrieve hit for a worse graph one.
 
 A hit step sees only the hits the producer returned, but ``retrieve`` leaves the query's relevance for
-every chunk (``CHUNK_RELEVANCE``: its own score, scaled so the best visible chunk is 1). The pool holds
+every chunk (``CHUNK_RELEVANCE``: its own score, scaled so the best visible chunk is 1). Every candidate is
+scored in those units:
 
-* every chunk the traversal reached, scored ``relevance + GRAPH_WEIGHT x graph`` (``graph``: the mass its
-  paths carry, HippoRAG's seed weight times node specificity); a chunk reached only as a *structural*
-  neighbour (its route ends on a ``sequence`` or ``hierarchy`` edge: the chunk before or after a hit, a
-  chunk of the same section) with no relevance to the query at all is left out: adjacency alone is no
-  reason to show it;
-* with ``compete=True`` (the default), the retrieve step's next candidates the graph did not reach, scored
-  by their relevance alone: what ``retrieve`` itself would have returned with a larger limit.
+* a chunk reached through an entity (its recorded route ends on a semantic edge: ``mentions``,
+  ``related``, ...) scores ``relevance + graph_weight x sqrt(graph)``, ``graph`` being the mass its paths
+  carry (the seed's weight times the specificity of each waypoint, HippoRAG's node specificity). The mass
+  is a product of two shares (the seed's rank share and the waypoint's), so its square root is on the
+  scale of one share, the scale of a relevance;
+* a chunk reached first as a *structural* neighbour (its route ends on a ``sequence`` or ``hierarchy``
+  edge: the chunk before or after a hit, a chunk of its section) scores its relevance alone: adjacency is
+  no evidence that the query is about it, and one with no relevance at all is left out;
+* with ``compete=True`` (the default) the retrieve step's next candidates that the graph did not reach
+  join the pool with their relevance: what ``retrieve`` itself would have returned with a larger limit.
 
 This is the personalised-PageRank idea of HippoRAG and LinearRAG (a walk that restarts on the query's
-relevant nodes) reduced to one step: relevance is the restart mass every chunk keeps, graph support is
-what the walk from the hits adds on top.
+relevant nodes) reduced to one step: relevance is what every chunk keeps, graph support is what the walk
+from the hits and the query's entities adds. Chosen on the sample questions, the Python reference
+questions and two multi-hop samples (bench/techdocs.py, bench/multihop.py; bench/HISTORY.md).
 """
 
 from __future__ import annotations
@@ -26,24 +31,22 @@ import numpy as np
 from ...graph.frontier_index import STRUCTURAL_TYPES
 from ..retriever.lexical import ranks_of, top_order
 
-__all__ = ["GRAPH_WEIGHT", "Pool", "joint_pool", "graph_pool", "shortfall"]
+__all__ = ["GRAPH_WEIGHT", "Pool", "graph_scores", "joint_pool", "graph_pool", "shortfall"]
 
-#: the weight of graph support against query relevance (both about 0..1 for a strong candidate)
+#: the weight of graph support (``sqrt(mass)``) against query relevance (0..1, the best chunk 1)
 GRAPH_WEIGHT = 1.0
-STRUCTURAL_MODE = "add"
-QUERY_SEED_WEIGHT = None
-STRUCT_SCALE = 1.0
 _FAR = np.iinfo(np.int64).max
 
 
 @dataclass(frozen=True)
 class Pool:
     """Candidates in rank order: ``order`` indexes the traversal's candidates (``< n_graph``) and then the
-    retrieve tail (``rows[i - n_graph]``); ``score``/``relevance``/``graph`` per pool index."""
+    retrieve tail (``tail_rows[i - n_graph]``); ``score``, ``relevance`` and ``graph`` per pool index
+    (``score`` is None under the upstream ranking, whose score depends on the position)."""
 
     order: np.ndarray
-    score: np.ndarray
-    relevance: np.ndarray
+    score: np.ndarray | None
+    relevance: np.ndarray | None
     graph: np.ndarray
     n_graph: int
     tail_rows: np.ndarray  # chunk rows of the retrieve tail, in pool order past n_graph
@@ -51,68 +54,56 @@ class Pool:
     gated: int  # structural neighbours left out for having no relevance to the query
 
 
-def _structural(index, found) -> np.ndarray:
-    codes = [i for i, name in enumerate(index.type_names) if name in STRUCTURAL_TYPES]
-    return np.isin(found.last_edge, codes)
-
-
-def _candidate_relevance(index, found, chunk_scores: np.ndarray | None) -> np.ndarray:
+def graph_scores(index, found, chunk_scores: np.ndarray | None, weight: float) -> tuple[np.ndarray, ...]:
+    """(score, relevance, keep) of the traversal's candidates: ``keep`` is False for a non-chunk candidate
+    (entity, section, document: never a hit) and for a structural neighbour without relevance. Without a
+    relevance from the run (a producer other than ``retrieve``) every candidate scores its graph support."""
     rows = index.row_of_code[found.codes]
+    support = weight * np.sqrt(found.mass)
     if chunk_scores is None:
-        return np.zeros(len(found.codes))
-    return np.where(rows >= 0, chunk_scores[np.maximum(rows, 0)], 0.0)
+        return support, np.zeros(len(rows)), rows >= 0
+    relevance = np.where(rows >= 0, chunk_scores[np.maximum(rows, 0)], 0.0)
+    structural = np.isin(found.last_edge, [i for i, t in enumerate(index.type_names) if t in STRUCTURAL_TYPES])
+    score = np.where(structural, relevance, relevance + support)
+    keep = (rows >= 0) & ~(structural & (relevance <= 0))
+    return score, relevance, keep
 
 
-def graph_pool(index, found, chunk_scores: np.ndarray | None, *, gate: bool = True) -> Pool:
-    """The traversal's candidates alone, scored ``graph x (1 + relevance)`` (the ranking before pools were
-    joint), structural neighbours without relevance gated out when ``gate``."""
-    relevance = _candidate_relevance(index, found, chunk_scores)
-    score = found.mass * (1.0 + relevance)
-    keep = ~(_structural(index, found) & (relevance <= 0)) if gate and chunk_scores is not None else \
-        np.ones(len(score), dtype=bool)
+def graph_pool(index, found, chunk_scores: np.ndarray | None, *, weight: float = GRAPH_WEIGHT) -> Pool:
+    """The traversal's candidates alone (``compete=False``, or no relevance from a retrieve step)."""
+    score, relevance, keep = graph_scores(index, found, chunk_scores, weight)
     idx = np.flatnonzero(keep)
     order = idx[np.lexsort((found.codes[idx], found.seed_rank[idx], found.distance[idx], -score[idx]))]
     empty = np.zeros(0, dtype=np.int64)
+    gated = int(((index.row_of_code[found.codes] >= 0) & ~keep).sum())
     return Pool(order=order, score=score, relevance=relevance, graph=found.mass, n_graph=len(score),
-                tail_rows=empty, tail_ranks=empty, gated=int((~keep).sum()))
+                tail_rows=empty, tail_ranks=empty, gated=gated)
 
 
 def joint_pool(index, found, chunk_scores: np.ndarray, taken_rows: np.ndarray, *, room: int,
-               weight: float | None = None) -> Pool:
-    """Graph candidates and the retrieve tail ranked together by ``relevance + weight x graph``.
+               weight: float = GRAPH_WEIGHT) -> Pool:
+    """Graph candidates and the retrieve tail ranked together (see the module docstring).
 
     ``taken_rows``: chunk rows already among the hits (never in the tail); ``room``: how many tail rows can
-    matter (the step's limit plus slack for rows a filter or view hides).
+    matter (the step's limit plus slack for rows already taken by key).
     """
-    weight = GRAPH_WEIGHT if weight is None else weight
-    relevance = _candidate_relevance(index, found, chunk_scores)
-    structural = _structural(index, found)
-    keep = ~(structural & (relevance <= 0))
-    if STRUCTURAL_MODE == "mult":
-        graph_score = np.where(structural, relevance * (1 + weight * found.mass), relevance + weight * found.mass)
-    elif STRUCTURAL_MODE == "allmult":
-        g = np.where(structural, STRUCT_SCALE * found.mass, found.mass)
-        graph_score = relevance * (1 + weight * g) + 1e-6 * g
-    elif STRUCTURAL_MODE == "half":
-        graph_score = relevance + weight * np.where(structural, found.mass / 2, found.mass)
-    else:
-        graph_score = relevance + weight * found.mass
+    score, relevance, keep = graph_scores(index, found, chunk_scores, weight)
     rows = index.row_of_code[found.codes]
     blocked = np.zeros(len(chunk_scores), dtype=bool)
     blocked[taken_rows] = True
     blocked[rows[rows >= 0]] = True
     tail_rows, tail_ranks = _tail(chunk_scores, blocked, room)
     n = len(found.codes)
-    idx = np.flatnonzero(keep)
-    score = np.concatenate([graph_score, chunk_scores[tail_rows]])
+    tail_scores = chunk_scores[tail_rows]
+    scores = np.concatenate([score, tail_scores])
     codes = np.concatenate([found.codes, index.chunk_code[tail_rows]])
     distance = np.concatenate([found.distance, np.full(len(tail_rows), _FAR)])
     seed_rank = np.concatenate([found.seed_rank, np.full(len(tail_rows), _FAR)])
-    pool = np.concatenate([idx, n + np.arange(len(tail_rows))])
-    order = pool[np.lexsort((codes[pool], seed_rank[pool], distance[pool], -score[pool]))]
-    return Pool(order=order, score=score, relevance=np.concatenate([relevance, chunk_scores[tail_rows]]),
+    pool = np.concatenate([np.flatnonzero(keep), n + np.arange(len(tail_rows))])
+    order = pool[np.lexsort((codes[pool], seed_rank[pool], distance[pool], -scores[pool]))]
+    return Pool(order=order, score=scores, relevance=np.concatenate([relevance, tail_scores]),
                 graph=np.concatenate([found.mass, np.zeros(len(tail_rows))]), n_graph=n, tail_rows=tail_rows,
-                tail_ranks=tail_ranks, gated=int((~keep).sum()))
+                tail_ranks=tail_ranks, gated=int(((rows >= 0) & ~keep).sum()))
 
 
 def _tail(chunk_scores: np.ndarray, blocked: np.ndarray, room: int) -> tuple[np.ndarray, np.ndarray]:
@@ -141,5 +132,5 @@ def shortfall(limit: int, added: int, skipped: dict[str, int], pool: Pool, *, co
     else:
         more = "; compete=True would let the retrieve step's next candidates fill the budget"
     found = skipped.get("candidates", 0) + skipped.get("gated", 0)
-    return (f"expand_relations added {added} of {limit} hits: {found} candidate{'s' if found != 1 else ''} "
-            f"in all{where}{more}.")
+    return (f"expand_relations added {added} of {limit} hit{'s' if limit != 1 else ''}: {found} "
+            f"candidate{'s' if found != 1 else ''} in all{where}{more}.")

@@ -42,7 +42,7 @@ from ..retriever.lexical import RRF_K
 from ..trace import KnowledgeTrace
 from ..types import CHUNK_RELEVANCE, QUERY_VECTOR, StepContext, StepInput, StepOutput
 from .entity_match import match_entities, nearest_entities
-from .joint import Pool, graph_pool, joint_pool, shortfall
+from .joint import GRAPH_WEIGHT, Pool, graph_pool, joint_pool, shortfall
 
 __all__ = ["ExpandRelationsStep", "expand_relations", "Expansion", "ExpansionReason", "FAN_OUT", "MAX_CANDIDATES",
            "RRF_K", "RANKINGS", "RELEVANCE_KEY", "DAMPING", "MIN_SHARE"]
@@ -108,13 +108,14 @@ class ExpandRelationsStep(Step):
     min_share: float | None = None  # None: MIN_SHARE under the relevance ranking
     damping: float | None = None  # None: DAMPING under the relevance ranking
     compete: bool | None = None  # None: True under the relevance ranking (graph candidates vs retrieve's next)
+    graph_weight: float | None = None  # None: GRAPH_WEIGHT under the relevance ranking
     id: str = "expand-relations"
     kind: str = "custom"
     phase: tuple[str, str] = ("hits", "hits")
     factory = "expand_relations"
     #: parameters shown by repr and to_dict() only when changed
     DEFAULTS = {"ranking": "relevance", "entity_hops": None, "fan_out": FAN_OUT, "max_candidates": MAX_CANDIDATES,
-                "dense_entities": 0, "min_share": None, "damping": None, "compete": None,
+                "dense_entities": 0, "min_share": None, "damping": None, "compete": None, "graph_weight": None,
                 "id": "expand-relations"}
 
     def __post_init__(self) -> None:
@@ -155,6 +156,11 @@ class ExpandRelationsStep(Step):
                 raise ParameterError(owner, "compete", "True, False or None", self.compete)
             if self.ranking != "relevance":
                 raise ParameterError(owner, "compete", "None under ranking='upstream'", self.compete)
+        if self.graph_weight is not None:
+            if self.ranking != "relevance":
+                raise ParameterError(owner, "graph_weight", "None under ranking='upstream'", self.graph_weight)
+            object.__setattr__(self, "graph_weight", check_number(owner, "graph_weight", self.graph_weight, minimum=0.0,
+                                                                          maximum=1e6))
         check_name(owner, "id", self.id)
 
     @property
@@ -213,10 +219,6 @@ class ExpandRelationsStep(Step):
                           None if self.direction == "both" else (0 if self.direction == "out" else 1), self.fan_out)
         relevance = self.ranking == "relevance"
         weights = 1.0 / (np.arange(len(seeds)) + 1.0) if relevance else None
-        from . import joint as _j
-        if relevance and _j.QUERY_SEED_WEIGHT is not None:
-            n_hits = len(evidence) if "hits" in self.seeds else 0
-            weights[n_hits:] = _j.QUERY_SEED_WEIGHT
         found = traverse(index, view, [index.code.get(encode_ref(s)) for s in seeds], depth=self.depth,
                          entity_hops=self.hops, max_candidates=self.max_candidates, weights=weights, floor=self.floor,
                          damping=self.hop_damping)
@@ -262,12 +264,13 @@ class ExpandRelationsStep(Step):
             chunk_scores = np.asarray(chunk_scores, dtype=float)
             if len(chunk_scores) != len(index.chunk_code):
                 chunk_scores = None
+        weight = GRAPH_WEIGHT if self.graph_weight is None else self.graph_weight
         if chunk_scores is None or not self.competes:
-            return graph_pool(index, found, chunk_scores)
+            return graph_pool(index, found, chunk_scores, weight=weight)
         codes = [index.code.get(encode_ref(ChunkRef(h.source.id, h.chunk_id))) for h in evidence]
         taken = index.row_of_code[np.array([c for c in codes if c is not None], dtype=np.int64)]
         # rows a filter or view hides score 0 in chunk_scores; the slack covers rows already taken by key
-        return joint_pool(index, found, chunk_scores, taken[taken >= 0], room=self.limit + len(evidence))
+        return joint_pool(index, found, chunk_scores, taken[taken >= 0], room=self.limit + len(evidence), weight=weight)
 
     def _hydrate(self, binding: Any, index, view, found, pool: Pool, evidence: list[EvidenceHit]):
         taken = {hit_key(h) for h in evidence}
@@ -337,7 +340,7 @@ def expand_relations(*, types: list[str] | None = None, direction: Literal["out"
                      ranking: Literal["relevance", "upstream"] = "relevance",
                      entity_hops: Literal["free", "counted"] | None = None, fan_out: int = FAN_OUT,
                      max_candidates: int = MAX_CANDIDATES, dense_entities: int = 0, min_share: float | None = None,
-                     damping: float | None = None, compete: bool | None = None,
+                     damping: float | None = None, compete: bool | None = None, graph_weight: float | None = None,
                      id: str = "expand-relations") -> ExpandRelationsStep:
     """Expand evidence hits through the graph (additive: incoming hits are kept in order, unchanged).
 
@@ -388,4 +391,4 @@ def expand_relations(*, types: list[str] | None = None, direction: Literal["out"
     return ExpandRelationsStep(types=types, direction=direction, depth=depth, limit=limit, seeds=seeds,
                                ranking=ranking, entity_hops=entity_hops, fan_out=fan_out,
                                max_candidates=max_candidates, dense_entities=dense_entities, min_share=min_share,
-                               damping=damping, compete=compete, id=id)
+                               damping=damping, compete=compete, graph_weight=graph_weight, id=id)
