@@ -7,6 +7,10 @@ offline model):
 * ``pyref``: CPython's language-reference topics (``pydoc_data.topics``, one source per topic,
   :func:`crux_nb.datasets.load_python_reference`); questions ``data/python_reference_questions.jsonl``
   (:func:`crux_nb.datasets.load_python_reference_questions`).
+* ``cmake``: the reStructuredText help that ships inside the ``cmake`` wheel on PyPI (the ``dev`` extra):
+  ``Help/command/*.rst`` (one file per CMake command) and ``Help/manual/*.rst`` (the manuals), one source
+  per file (``command/add_library``, ``manual/cmake-buildsystem.7``), read as plain text (markup kept);
+  questions ``bench/techdocs_cmake_questions.jsonl``. Skipped with a message when cmake is not installed.
 
 Gold items are passages ``{"source_id", "phrase"}`` (:class:`crux_nb.evaluation.GoldPassage`): a hit matches
 when it comes from that source and its whitespace-normalised text holds the phrase (or the phrase's first 40
@@ -44,11 +48,11 @@ if str(ROOT) not in sys.path:
 
 import pandas as pd  # noqa: E402
 
-from crux_nb import evaluate  # noqa: E402
-from crux_nb.datasets import load_python_reference, load_python_reference_questions  # noqa: E402
+from crux_nb import evaluate, knowledge_base  # noqa: E402
+from crux_nb.datasets import load_python_reference, load_python_reference_questions, read_questions  # noqa: E402
 from crux_nb.retrieval import expand_relations, retrieve  # noqa: E402
 
-from bench._common import OUT_DIR, load_average, machine_info, markdown_table, percentile, write_summary, write_text  # noqa: E402
+from bench._common import BENCH_DIR, OUT_DIR, load_average, machine_info, markdown_table, percentile, write_summary, write_text  # noqa: E402
 
 TARGET_POINTS = 3.0  # issue 31: an expanded recipe beats plain retrieval at its budget by this many points
 SMALL_QUESTIONS = 16
@@ -83,8 +87,42 @@ BASE_RECIPES: dict[str, Recipe] = {
 }
 VARIANTS: dict[str, Recipe] = {}  # registered expansion variants, run after BASE_RECIPES
 
+CMAKE_FOLDERS = ("command", "manual")
+
+
+def cmake_help() -> Path | None:
+    """The ``Help`` folder of an installed CMake: the PyPI wheel's (``cmake.CMAKE_DATA``), else this prefix's."""
+    roots = []
+    try:
+        import cmake  # the PyPI wheel: a Python package around the binaries and their data
+
+        roots.append(Path(cmake.CMAKE_DATA) / "share")
+    except (ImportError, AttributeError):
+        pass
+    roots.append(Path(sys.prefix) / "share")  # conda-forge's cmake installs the same tree under the prefix
+    for root in roots:
+        found = sorted(root.glob("cmake-*/Help"))
+        if found and (found[-1] / "command").is_dir():
+            return found[-1]
+    return None
+
+
+def load_cmake_help():
+    """A knowledge base of CMake's command and manual pages, one source per ``.rst`` file, read as plain text."""
+    root = cmake_help()
+    files = [path for folder in CMAKE_FOLDERS for path in sorted((root / folder).glob("*.rst"))]
+    frame = pd.DataFrame({"id": [f"{path.parent.name}/{path.name.removesuffix('.rst')}" for path in files],
+                          "text": [path.read_text(encoding="utf-8") for path in files]})
+    kb = knowledge_base(id="cmake")
+    kb.add_frame(frame, format="text")
+    return kb
+
+
 CORPORA: dict[str, Corpus] = {
     "pyref": Corpus(load_python_reference, load_python_reference_questions),
+    "cmake": Corpus(load_cmake_help, lambda: read_questions(path=BENCH_DIR / "techdocs_cmake_questions.jsonl"),
+                    lambda: None if cmake_help() else "CMake's help files were not found (pip install cmake, "
+                    "or the dev extra)"),
 }
 
 

@@ -118,7 +118,7 @@ def test_the_reference_questions_are_well_formed(pyref):
     topics = set(kb.documents["source_id"])
     for kind, gold in zip(questions["kind"], questions["gold"]):
         assert all(isinstance(g, GoldPassage) and g.source_id in topics for g in gold)
-        assert all(4 <= len(g.phrase.split()) <= 14 for g in gold), gold
+        assert all(5 <= len(g.phrase.split()) <= 12 for g in gold), gold
         assert (len({g.source_id for g in gold}) == 2) == (kind == "two-topic") == (len(gold) == 2)
     assert int((questions["kind"] == "two-topic").sum()) >= 12
 
