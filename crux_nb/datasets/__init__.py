@@ -5,7 +5,8 @@ product company, Lumen Labs: release planning, launch-plan revisions, teams,
 services, incidents and decisions); ``load_sample()`` builds a knowledge base
 from it. ``load_python_reference()`` builds one from the Python language
 reference topics that ship with every Python (``pydoc_data.topics``).
-``load_sample_questions()`` gives the sample corpus's labelled questions and
+``load_sample_questions()`` gives the sample corpus's labelled questions,
+``load_python_reference_questions()`` the reference topics' (passage gold), and
 ``load_multihop(name)`` a public multi-hop sample (MuSiQue, HotpotQA, 2Wiki) with
 its questions, for ``crux_nb.evaluate``. ``load_tiny()`` is a three-sentence knowledge
 base (optionally with entities or communities) for examples, ``load_tiny_questions()``
@@ -20,7 +21,8 @@ from ..knowledgebase import KnowledgeBase, knowledge_base
 from .paths import data_path
 
 __all__ = ["data_path", "sample_path", "sample_later_path", "sample_entities_path", "load_sample",
-           "load_python_reference", "load_sample_questions", "sample_questions_path", "load_multihop", "multihop_root",
+           "load_python_reference", "load_python_reference_questions", "python_reference_questions_path",
+           "read_questions", "load_sample_questions", "sample_questions_path", "load_multihop", "multihop_root",
            "load_tiny", "load_tiny_questions"]
 
 def sample_path() -> Path:
@@ -92,5 +94,6 @@ def load_python_reference(*, id: str = "pyref", chunk_size: int = 1200) -> Knowl
     return kb
 
 
-from .questions import load_multihop, load_sample_questions, multihop_root, sample_questions_path  # noqa: E402
+from .questions import (load_multihop, load_python_reference_questions, load_sample_questions,  # noqa: E402
+                        multihop_root, python_reference_questions_path, read_questions, sample_questions_path)
 from .tiny import load_tiny, load_tiny_questions  # noqa: E402

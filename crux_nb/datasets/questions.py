@@ -2,7 +2,10 @@
 
 ``data/sample_questions.jsonl`` (one JSON object a line: ``id``, ``question``, ``gold``
 as chunk refs of :func:`crux_nb.datasets.load_sample` with its default chunk size,
-``kind``) was written by hand from reading the sample corpus. The multi-hop samples
+``kind``) was written by hand from reading the sample corpus;
+``data/python_reference_questions.jsonl`` (same fields, ``gold`` as passages
+``{"source_id": <topic>, "phrase": ...}`` of :func:`crux_nb.datasets.load_python_reference`)
+was written by hand from reading CPython's language-reference topics. The multi-hop samples
 (MuSiQue, HotpotQA, 2WikiMultihopQA) live outside the package, in ``shared/data/multihop``
 beside a checkout; :func:`load_multihop` builds one knowledge base per sample (one
 source per passage) and a question frame whose gold are the supporting passages' sources.
@@ -19,7 +22,8 @@ import pandas as pd
 from ..errors import NotFoundError, ParameterError
 from .paths import data_path
 
-__all__ = ["load_sample_questions", "sample_questions_path", "load_multihop", "multihop_root", "MULTIHOP"]
+__all__ = ["load_sample_questions", "sample_questions_path", "load_python_reference_questions",
+           "python_reference_questions_path", "read_questions", "load_multihop", "multihop_root", "MULTIHOP"]
 
 MULTIHOP = ("musique", "hotpotqa", "2wiki")
 
@@ -44,11 +48,64 @@ def load_sample_questions() -> pd.DataFrame:
     >>> list(q.columns), bool(q["gold"].map(len).min() >= 1)
     (['id', 'question', 'gold', 'kind'], True)
     """
-    rows = [json.loads(line) for line in sample_questions_path().read_text(encoding="utf-8").splitlines() if line.strip()]
+    return read_questions(path=sample_questions_path())
+
+
+def python_reference_questions_path() -> Path:
+    """The JSON-lines file of the Python language reference's labelled questions (passage gold).
+
+    Examples
+    --------
+    >>> python_reference_questions_path().name
+    'python_reference_questions.jsonl'
+    """
+    return data_path("python_reference_questions.jsonl")
+
+
+def load_python_reference_questions() -> pd.DataFrame:
+    """Labelled questions on :func:`~crux_nb.datasets.load_python_reference`: ``id``, ``question``, ``gold``, ``kind``.
+
+    Each gold item is a :class:`~crux_nb.evaluation.GoldPassage` (a topic and a phrase of its
+    answer), so the gold does not depend on the chunk size. ``kind`` is ``identifier``,
+    ``keyword``, ``behaviour`` or ``two-topic`` (two passages in different topics).
+
+    Examples
+    --------
+    >>> q = load_python_reference_questions()
+    >>> list(q.columns), len(q) >= 45, q["gold"].iloc[0][0].source_id
+    (['id', 'question', 'gold', 'kind'], True, 'typesmapping')
+    >>> int((q["kind"] == "two-topic").sum()) >= 12
+    True
+    """
+    return read_questions(path=python_reference_questions_path())
+
+
+def read_questions(*, path: str | os.PathLike) -> pd.DataFrame:
+    """A question frame (``id``, ``question``, ``gold``, ``kind``) from a JSON-lines file.
+
+    ``gold`` becomes a tuple per question; a gold object ``{"source_id": ..., "phrase": ...}``
+    becomes a :class:`~crux_nb.evaluation.GoldPassage` (strings stay chunk refs or source ids).
+    ``kind`` is optional (empty when absent).
+
+    Examples
+    --------
+    >>> import json, tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "q.jsonl"
+    >>> _ = path.write_text(json.dumps({"id": "a", "question": "Why?", "gold": ["x.md",
+    ...     {"source_id": "y.md", "phrase": "because"}]}), encoding="utf-8")
+    >>> read_questions(path=path)["gold"].iloc[0]
+    ('x.md', GoldPassage(source_id='y.md', phrase='because'))
+    """
+    from ..evaluation.metrics import GoldPassage
+
+    rows = [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
     frame = pd.DataFrame(rows, columns=["id", "question", "gold", "kind"])
+    frame["kind"] = frame["kind"].fillna("")
     for column in ("id", "question", "kind"):
         frame[column] = frame[column].astype("str")
-    frame["gold"] = pd.Series([tuple(g) for g in frame["gold"]], dtype="object")
+    frame["gold"] = pd.Series(
+        [tuple(GoldPassage.from_value(g, where=f"read_questions() {path}") if isinstance(g, dict) else g for g in gold)
+         for gold in frame["gold"]], dtype="object")
     return frame
 
 

@@ -14,8 +14,8 @@ Labelled questions: ``crux_nb.datasets.load_sample_questions()`` (the bundled sa
 
 from .compare import Comparison, paired_comparison
 from .drilldown import DrillDown, drilldown_html
-from .metrics import Gold, as_gold, metric_names, question_metrics
+from .metrics import Gold, GoldPassage, as_gold, metric_names, question_metrics
 from .workbench import Evaluation, Run, evaluate
 
 __all__ = ["evaluate", "Evaluation", "Run", "Comparison", "paired_comparison", "DrillDown", "drilldown_html",
-           "Gold", "as_gold", "metric_names", "question_metrics"]
+           "Gold", "GoldPassage", "as_gold", "metric_names", "question_metrics"]

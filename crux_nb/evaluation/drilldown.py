@@ -89,7 +89,7 @@ def drilldown_html(evaluation: Any, qid: str, names: tuple[str, ...], *, top: in
         gold_text = "gold: a predicate on hits"
     else:
         gold_text = "gold: " + ", ".join(
-            f"<span class='crux-ref{'' if i in found else ' crux-missed'}'>{escape(item)}</span>"
+            f"<span class='crux-ref{'' if i in found else ' crux-missed'}'>{escape(str(item))}</span>"
             for i, item in enumerate(gold.items))
     cols = []
     for name in names:
