@@ -59,13 +59,14 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import sys
 import time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
-SHARED = ROOT.parent / "shared" / "data"
+SHARED = Path(os.environ.get("CRUX_SHARED_DATA") or ROOT.parent / "shared" / "data")  # a worktree sets it
 CAROL = SHARED / "christmas-carol"
 HUBS = ("None", "PEP", "Python", "AND", "AS")
 SAMPLE = 100
