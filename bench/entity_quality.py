@@ -32,6 +32,18 @@ Runs ``kb.extract_entities`` through the public API with each extractor --
 * **the Python docs** (``pydoc_data.topics``, one source per topic): entities, and the
   share of chunks linked to the hub names ``None``, ``PEP``, ``Python``, ``AND``, ``AS``.
 * **the sample corpus** (``data/sample``): entities and mentions.
+* **technical docs** (issue 31): CPython's topics through ``crux_nb.datasets.load_python_reference()``
+  (``pyref``) and the Markdown skill docs that ship in the ``playwright`` wheel
+  (``playwright/driver/package/lib/tools/skills``, 20 files; ``playwright``): the **typed share**
+  (a type other than ``other``; target >= 0.80, also on the Carol), the **largest hub's share of
+  mentions** (mention edges of the most mentioned entity / all mention edges) and the **junk share of
+  a random sample of 50 entities** (``random.Random(SEED).sample`` of the sorted names, ``SEED = 0``),
+  labelled by hand in ``bench/pyref_entity_labels.csv`` and ``bench/playwright_entity_labels.csv``
+  (``ok`` / ``junk``; ``junk``: a fragment, a sentence-initial common word, a placeholder, markup, a
+  heading's common words; an identifier of the docs, an option, a term, a name is ``ok``). Target <= 0.10.
+
+``--before PATH`` runs the same measures with the crux_nb of another checkout in a subprocess and
+prints both side by side.
 
 ``--crux-root PATH`` imports crux_nb from another checkout (to measure an older
 extractor with the same script); ``--small`` runs the Carol's first 40,000 characters only.
@@ -46,16 +58,22 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
+import os
 import sys
 import time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
-SHARED = ROOT.parent / "shared" / "data"
+SHARED = Path(os.environ.get("CRUX_SHARED_DATA") or ROOT.parent / "shared" / "data")  # a worktree sets it
 CAROL = SHARED / "christmas-carol"
 HUBS = ("None", "PEP", "Python", "AND", "AS")
 SAMPLE = 100
+SEED = 0
+TECH_SAMPLE = 50
+PLAYWRIGHT_DOCS = Path(sys.prefix) / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / \
+    "site-packages" / "playwright" / "driver" / "package" / "lib" / "tools" / "skills"
 
 
 def _setup_path(crux_root: Path | None) -> None:
@@ -116,6 +134,42 @@ def hub_shares(kb) -> dict[str, float]:
     return shares
 
 
+def graph_scores(kb, corpus: str, extractor: str) -> list[dict]:
+    """Typed share and the largest hub's share of mention edges (and of chunks)."""
+    types = kb.entities["type"].fillna("other")
+    typed = float((types != "other").mean()) if len(types) else float("nan")
+    mentions = kb.edges[kb.edges["type"] == "mentions"]
+    counts = mentions["to_ref"].value_counts()
+    names = dict(zip(kb.entities["ref"], kb.entities["canonical_name"]))
+    top = counts.index[0] if len(counts) else None
+    return [{"measure": f"{corpus}: {extractor} typed share", "ours": typed, "target": "ours >= 0.8",
+             "verdict": "pass" if typed >= 0.8 else "miss"},
+            {"measure": f"{corpus}: {extractor} largest hub's share of mentions ({names.get(top, top)})",
+             "ours": float(counts.iloc[0] / len(mentions)) if len(counts) else 0.0},
+            {"measure": f"{corpus}: {extractor} largest hub's share of chunks",
+             "ours": float(counts.iloc[0] / len(kb.chunks)) if len(counts) else 0.0}]
+
+
+def tech_junk(kb, corpus: str, extractor: str, print_unlabelled: bool) -> dict:
+    """Junk share of a seeded random sample of ``TECH_SAMPLE`` entities, labelled by hand."""
+    import random
+
+    names = sorted(kb.entities["canonical_name"])
+    picked = random.Random(SEED).sample(names, min(TECH_SAMPLE, len(names)))
+    labels = load_labels(BENCH / f"{corpus}_entity_labels.csv")
+    got = [labels.get((extractor, n)) for n in picked]
+    missing = [n for n, g in zip(picked, got) if not g]
+    if print_unlabelled:
+        print("\n".join(f"{extractor},{n}" for n in missing))
+    labelled = [g for g in got if g]
+    share = sum(g == "junk" for g in labelled) / len(labelled) if labelled else float("nan")
+    judged = not missing
+    return {"measure": f"{corpus}: {extractor} junk share (random {len(picked)}, seed {SEED}"
+                       f"{'' if judged else f', {len(missing)} unlabelled'})", "ours": share,
+            "target": "ours <= 0.1" if judged else None,
+            "verdict": ("pass" if share <= 0.10 else "miss") if judged else "info"}
+
+
 def build(corpus: str, small: bool):
     import crux_nb
 
@@ -126,6 +180,10 @@ def build(corpus: str, small: bool):
             kb.add_text("a-christmas-carol.txt", text)
         else:
             kb.add_path(CAROL)
+    elif corpus == "pyref":
+        kb = crux_nb.datasets.load_python_reference()
+    elif corpus == "playwright":
+        kb.add_path(PLAYWRIGHT_DOCS)
     elif corpus == "pydoc":
         from pydoc_data.topics import topics
 
@@ -152,7 +210,9 @@ def models() -> list[tuple[str, object]]:
 def run(small: bool, label_names: bool = False) -> tuple[list[dict], str]:
     characters, labels = load_characters(), load_labels()
     rows, lines = [], []
-    corpora = ("carol",) if small else ("carol", "pydoc", "sample")
+    corpora = ("carol",) if small else ("carol", "pydoc", "sample", "pyref", "playwright")
+    if not PLAYWRIGHT_DOCS.is_dir():
+        corpora = tuple(c for c in corpora if c != "playwright")
     for extractor, model in models():
         for corpus in corpora:
             kb = build(corpus, small)
@@ -164,6 +224,9 @@ def run(small: bool, label_names: bool = False) -> tuple[list[dict], str]:
             rows.append({"measure": f"{corpus}: {extractor} entities", "ours": n_ent})
             rows.append({"measure": f"{corpus}: {extractor} characters per second", "ours": n_chars / seconds})
             lines.append(f"- {corpus} / {extractor}: {n_ent} entities, {len(kb.chunks)} chunks, {seconds:.1f} s")
+            rows += graph_scores(kb, corpus, extractor)
+            if corpus in ("pyref", "playwright"):
+                rows.append(tech_junk(kb, corpus, extractor, label_names))
             if corpus == "carol":
                 cs = character_scores(kb.entities, characters)
                 js = junk_scores(extractor, kb.entities["canonical_name"].tolist(), labels)
@@ -192,11 +255,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="Markdown report path")
     parser.add_argument("--crux-root", type=Path, default=None, help="import crux_nb from this checkout")
     parser.add_argument("--print-unlabelled", action="store_true", help="print sampled names without a label")
+    parser.add_argument("--before", type=Path, default=None, help="also measure this checkout; side by side")
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     _setup_path(args.crux_root)
     from bench._common import OUT_DIR, fmt_num, markdown_table, write_summary, write_text
 
     rows, notes = run(args.small, args.print_unlabelled)
+    if args.json:
+        print(json.dumps(rows))
+        return 0
+    if args.before:
+        import subprocess
+
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--crux-root", str(args.before), "--json"]
+        cmd += ["--small"] if args.small else []
+        before = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip()
+                            .splitlines()[-1])
+        old = {r["measure"]: r["ours"] for r in before}
+        table = markdown_table(["measure", "before", "after", "target", "verdict"],
+                               [[r["measure"], fmt_num(float(old[r["measure"]]), 3) if r["measure"] in old else "-",
+                                 fmt_num(float(r["ours"]), 3), r.get("target") or "", r.get("verdict", "info")]
+                                for r in rows])
+        print(f"# Entity extraction quality, before ({args.before}) and after\n\n{table}\n\n{notes}\n")
+        write_text(args.out or OUT_DIR / "entity_quality_before_after.md", table + "\n\n" + notes + "\n")
+        return 0
     out = args.out or OUT_DIR / ("entity_quality_small.md" if args.small else "entity_quality.md")
     table = markdown_table(["measure", "value", "target", "verdict"],
                            [[r["measure"], fmt_num(float(r["ours"]), 3), r.get("target") or "", r.get("verdict", "info")]

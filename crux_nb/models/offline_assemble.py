@@ -18,7 +18,9 @@ Types come from the name's form and its context in the input (general cues, no n
 * ``event`` / ``law`` / ``group``: an event or law head word (``Christmas Eve``, ``Poor Law``), the first
   word of an event name (``Christmas``), a people's or language's ending (``Spanish``, ``Christian``);
 * ``person`` also: two or three capitalised words none of which the input writes in lowercase
-  (``Dick Wilkins``);
+  (``Dick Wilkins``), outside technical inputs (where such a pair is a product or a heading);
+* in a technical input a capitalised phrase led by an ``-ing`` word (``Verifying Results``) is a
+  heading, not a name, and is dropped;
 * ``other``: a capitalised name with none of these cues.
 """
 
@@ -34,6 +36,7 @@ from .text import ORG_SUFFIXES, TITLES
 
 __all__ = ["assemble", "name_pattern"]
 
+_HEADING_VERB = re.compile(r"^[A-Z][a-z]+ing [A-Z]")
 _LOWER = re.compile(r"\b[a-z][a-z’'-]*\b")
 _VERSION = re.compile(r"^v?\d+(?:\.\d+)*[a-z]?$", re.I)
 _SPEECH = re.compile(r"^[’'s]*[,]?\s+(?:said|says|asked|asks|replied|cried|exclaimed|answered|returned|observed|"
@@ -71,7 +74,7 @@ def _cues(texts: list[str], positions: list[tuple[int, int, int]]) -> Counter:
 
 
 def _entity_type(name: str, concept: bool, cues: Counter, lower: set[str] = frozenset(),
-                 event_words: set[str] = frozenset()) -> str:
+                 event_words: set[str] = frozenset(), technical: bool = False) -> str:
     words = name.split(" ")
     bare = [w.rstrip(".").lower() for w in words]
     proper = [w for w in words if w not in ("of", "the")]
@@ -97,7 +100,8 @@ def _entity_type(name: str, concept: bool, cues: Counter, lower: set[str] = froz
         return "concept"  # an acronym: a term of the text ("API", "HTTP")
     if any(any(c.isupper() for c in w[1:]) and not w.isupper() for w in words):
         return "product"  # "JavaScript", "PowerShell": an inner capital
-    if 2 <= len(proper) <= 3 and len(proper) == len(words) and not any(w.lower() in lower for w in words) \
+    if not technical and 2 <= len(proper) <= 3 and len(proper) == len(words) \
+            and not any(w.lower() in lower for w in words) \
             and all(w[:1].isupper() and w[1:].islower() for w in words):
         return "person"  # "Dick Wilkins", "Raymond Hettinger": given name and surname, no common word
     person = cues["person"] + cues["person_weak"] / 2
@@ -152,8 +156,14 @@ def assemble(texts, spans_by_chunk, canon, target, aliases, concept_keys, *, cod
     event_words = {n.split(" ")[0].lower() for n in names if " " in n and n.split(" ")[-1].lower() in _EVENT_HEADS}
     for item in entities:
         kind = kinds[item["name"]] or _entity_type(item["name"], False, _cues(plain, occurrences[item["name"]]),
-                                                   lower, event_words)
+                                                   lower, event_words, technical)
         item["type"] = kind
+    if technical:  # a capitalised phrase led by an -ing word is a heading ("Verifying Results"), not a name
+        dropped = {e["name"] for e in entities if not kinds[e["name"]] and _HEADING_VERB.match(e["name"])}
+        entities = [e for e in entities if e["name"] not in dropped]
+        for found in where:
+            for name in dropped & set(found):
+                del found[name]
     used = {n for found in where for n in found}
     entities += [{"name": n, "aliases": [], "type": code_types[n]} for n in sorted(code_types) if n in used]
     entities.sort(key=lambda e: e["name"])

@@ -1,0 +1,117 @@
+"""The offline entity graph on technical text (issue 31): identifiers, noise, acronyms, types, graph_report."""
+
+from __future__ import annotations
+
+import crux_nb
+from crux_nb.extract.report import HUB_SHARE, graph_report, suspicious_alias
+from crux_nb.models.offline_code import acronym_definitions, code_entities, mask_noise
+from crux_nb.models.offline_extract import extract_entities
+
+DOC = """# Mapping access
+
+Use `dict.get()` to read a key; `dict.get` returns None when the key is missing.
+A subclass may define `__missing__()`, and dict.setdefault() inserts a default.
+Run the tool with `--verbose` or `-v`; the `async with` statement also applies.
+The `Path` class is not the `path` argument; see os.path.join for joining. A `Path` joins a `path`.
+<!-- YAML
+added: v1.0
+-->
+See https://example.org/Docs/Page and Section 24.3 for details, or /usr/lib/Python3/Site.
+"""
+
+
+def _entities(text: str) -> dict[str, str | None]:
+    out = extract_entities([{"id": "c1", "text": text}])
+    return {e["name"]: e.get("type") for e in out["entities"]}
+
+
+def test_identifiers_in_code_spans_and_prose_are_typed_code_or_option():
+    found = _entities(DOC)
+    for name in ("dict.get", "__missing__", "dict.setdefault", "async with", "os.path.join", "Path", "path"):
+        assert found.get(name) == "code", (name, found.get(name))
+    assert found.get("--verbose") == "option" and found.get("-v") == "option"
+    assert "dict.get()" not in found  # the call form folds into the name
+
+
+def test_markup_noise_names_nothing():
+    found = _entities(DOC)
+    assert not {"YAML", "Section", "Docs", "Page", "Site"} & set(found), found
+    assert not any("24.3" in n for n in found)
+    masked = mask_noise("a <!-- YAML --> b https://x.org/Y c")
+    assert len(masked) == len("a <!-- YAML --> b https://x.org/Y c") and "YAML" not in masked and "x.org" not in masked
+
+
+def test_identifier_mentions_link_prose_and_code_spans_case_sensitively():
+    kb = crux_nb.knowledge_base(id="tech")
+    kb.add_text("a.md", "Call `dict.get()` first.\n\n" + "Filler words here. " * 80 + "\n\nThen dict.get again.")
+    kb.add_text("b.md", "The `Path` object.\n\nThe `path` string.\n\nAnother `Path` and `path` use.")
+    kb.extract_entities()
+    ents = kb.entities.set_index("canonical_name")
+    assert ents.loc["dict.get", "type"] == "code"
+    assert ents.loc["Path", "entity_id"] != ents.loc["path", "entity_id"]
+    mentions = kb.edges[(kb.edges["type"] == "mentions") & (kb.edges["to_ref"] == ents.loc["dict.get", "ref"])]
+    refs = kb.chunks.loc[kb.chunks["source_id"] == "a.md", "ref"].tolist()
+    assert len(refs) >= 3 and set(mentions["from_ref"]) == {refs[0], refs[-1]}  # the code span and the prose
+
+
+def test_placeholders_and_plain_prose_quotes_are_not_identifiers():
+    grammar = 'In simple terms "P1 | P2" tries "P1", then "P2"; "NAME1.NAME2" and "CLS(P1, attr=P2)" match.'
+    types, _pos, _masked, _tech = code_entities([grammar])
+    assert not {"P1", "P2", "NAME1.NAME2", "CLS"} & set(types), types
+    story = '"Humbug!" said Scrooge. "Bah, it is Christmas Eve, you know." "A merry Christmas, uncle!"'
+    types, _pos, _masked, technical = code_entities([story * 3])
+    assert types == {} and not technical
+
+
+def test_acronyms_merge_only_when_the_text_defines_them():
+    text = ("The Application Programming Interface (API) is stable. The API and the CPU differ. "
+            "The CPU runs the API. The Python API is documented.")
+    out = extract_entities([{"id": "c1", "text": text}])
+    by_name = {e["name"]: set(e["aliases"]) for e in out["entities"]}
+    api = next(n for n, a in by_name.items() if n == "API" or "API" in a)
+    assert "CPU" not in by_name[api] and "CPU" in by_name
+    assert acronym_definitions(text) == {"API": "Application Programming Interface"}
+    assert acronym_definitions("the Graphics Processing Unit (CPU)") == {}
+
+
+def test_types_from_context_cues():
+    text = ("They met Mr. Ada Fenwick and Dick Wilkins in London. \"Yes,\" said Wilkins. They walked to Camden Town "
+            "on Christmas Eve and spoke of JavaScript and the HTTP protocol.")
+    found = _entities(text)
+    assert [t for n, t in found.items() if "Fenwick" in n] == ["person"], found
+    assert found["Dick Wilkins"] == "person" and found["Camden Town"] == "place"
+    assert found["Christmas Eve"] == "event" and found["JavaScript"] == "product" and found["HTTP"] == "concept"
+
+
+def test_suspicious_alias_rule():
+    assert suspicious_alias("API", "CPU") and suspicious_alias("API", "JavaScript")
+    assert not suspicious_alias("Application Programming Interface", "API")
+    assert not suspicious_alias("Scrooge", "Mr. Scrooge") and not suspicious_alias("ABC", "ABCs")
+
+
+def test_graph_report_frame_repr_and_html():
+    kb = crux_nb.knowledge_base(id="rep")
+    for i in range(60):
+        kb.add_text(f"d{i}.md", f"We run Beacon <b>{i}</b> with `cfg_{i % 7}` here. Note {i}." + (" Ada Lovelace met Charles Babbage." if i % 10 == 0 else ""))
+    kb.extract_entities(progress=False)
+    report = kb.graph_report(top=3)
+    frame = report.to_frame()
+    assert list(frame.columns) == ["kind", "entity", "value", "detail"]
+    hubs = frame[frame["kind"] == "hub"]
+    assert len(hubs) == 3 and hubs["value"].is_monotonic_decreasing
+    assert hubs.iloc[0]["entity"] == "Beacon" and hubs.iloc[0]["value"] > HUB_SHARE and report.hubs == ["Beacon"]
+    types = frame[frame["kind"] == "type"].set_index("entity")["value"]
+    assert types.sum() == report.n_entities == len(kb.entities)
+    assert 0.0 <= report.untyped_share <= 1.0 and "untyped=" in repr(report)
+    html = report._repr_html_()
+    assert html == kb.graph_report(top=3)._repr_html_() and "<script" not in html and "Beacon" in html
+    frame.loc[0, "entity"] = "changed"  # a copy: the report is unchanged
+    assert report.to_frame().loc[0, "entity"] == "Beacon"
+
+
+def test_graph_report_escapes_user_text():
+    kb = crux_nb.knowledge_base(id="esc")
+    kb.add_text("a.md", "Use `a_b<script>` and `<img>` in `x_y`; then `x_y` again.")
+    kb.extract_entities()
+    html = graph_report(kb.state)._repr_html_()
+    assert "<script>" not in html and "<img>" not in html
