@@ -8,12 +8,15 @@ Corpora (each question's recall = the share of its gold found in the first k hit
   or ``--questions``); passage gold: a hit matches when it is from the gold ``source_id`` and its
   whitespace-normalised content contains the phrase (or its first 40 characters). Without them: ``bench/lexical_quick_questions.jsonl``
   (10 quick questions of ours);
+* the other technical corpora of ``bench/techdocs.py`` (CMake's help from the ``cmake`` wheel), with their
+  ``bench/techdocs_<name>_questions.jsonl``, when that benchmark and the corpus are here (not with ``--small``);
 * ``sample``: the sample corpus and its 37 questions (chunk gold);
 * ``musique``, ``hotpotqa``, ``2wiki``: the multi-hop samples (one chunk per passage, source gold), when
   ``../shared/data/multihop`` is there.
 
 Every setting is a ``BM25Leg`` override on one knowledge base per corpus (``retrieve(limit=10, legs=(leg,))``),
-so the rows differ in the lexical settings alone. ``today`` is the behaviour before the settings existed
+so the rows differ in the lexical settings alone. ``auto`` stop words: the language's list, or none when the
+corpus reads as code (``crux_nb.store.lexical.code_like``); the table notes what it chose per corpus. ``today`` is the behaviour before the settings existed
 (bm25s' split, English stop words; scores equal bm25s' bit for bit).
 
     .venv/bin/python bench/lexical_settings.py            # every corpus, every question
@@ -45,8 +48,10 @@ SETTINGS = {
     "bm25s split, no stop words": dict(tokenizer="bm25s", stopwords=None, stemmer=None),
     "crux split, English stop words": dict(tokenizer="crux", stopwords="language", stemmer=None),
     "crux split, no stop words": dict(tokenizer="crux", stopwords=None, stemmer=None),
+    "crux split, auto stop words": dict(tokenizer="crux", stopwords="auto", stemmer=None),
     "crux split, English stop words, stemmer": dict(tokenizer="crux", stopwords="language", stemmer="language"),
     "crux split, no stop words, stemmer": dict(tokenizer="crux", stopwords=None, stemmer="language"),
+    "crux split, auto stop words, stemmer": dict(tokenizer="crux", stopwords="auto", stemmer="language"),
     "bm25s split, English stop words, stemmer": dict(tokenizer="bm25s", stopwords="language", stemmer="language"),
 }
 # the row equal to what knowledge_base() uses (crux_nb.store.lexical.DEFAULT_SETTINGS)
@@ -94,18 +99,46 @@ def passage_matcher(gold: list[dict]):
     return match
 
 
+def passage_items(questions: list[dict]) -> list:
+    """(question, gold count, function hits -> matched gold indices) per question with passage gold."""
+    items = []
+    for q in questions:
+        match = passage_matcher(q["gold"])
+        items.append((q["question"], len(q["gold"]),
+                      lambda hits, match=match: {i for i in map(match, hits) if i is not None}))
+    return items
+
+
+def technical_corpora(notes: list[str]) -> list:
+    """The other technical corpora of ``bench/techdocs.py`` (its ``CORPORA`` beside pyref: CMake's help...), each
+    with its questions ``bench/techdocs_<name>_questions.jsonl``; none when that benchmark is not here."""
+    try:
+        from bench import techdocs
+    except ImportError:
+        return []
+    out = []
+    for name, corpus in getattr(techdocs, "CORPORA", {}).items():
+        path = QUICK.parent / f"techdocs_{name}_questions.jsonl"
+        if name == "pyref" or not path.is_file():
+            continue
+        why = corpus.missing()
+        if why:
+            notes.append(f"{name}: skipped ({why})")
+            continue
+        questions = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+        out.append((name, corpus.build(), passage_items(questions)))
+    return out
+
+
 def corpora(small: bool, questions_path: str | None):
     """(name, kb, [(question, gold count, function hits -> matched gold ids)]) per corpus, and notes."""
     out, notes = [], []
     kb = crux_nb.datasets.load_python_reference()
     qs, origin = pyref_questions(questions_path)
     notes.append(f"pyref questions: {len(qs)} from {origin}")
-    items = []
-    for q in qs:
-        match = passage_matcher(q["gold"])
-        items.append((q["question"], len(q["gold"]),
-                      lambda hits, match=match: {i for i in map(match, hits) if i is not None}))
-    out.append(("pyref", kb, items))
+    out.append(("pyref", kb, passage_items(qs)))
+    if not small:
+        out += technical_corpora(notes)
     kb = crux_nb.datasets.load_sample()
     questions = crux_nb.datasets.load_sample_questions()
     out.append(("sample", kb, [(q, len(gold), lambda hits, gold=frozenset(gold): {str(h.ref) for h in hits} & gold)
@@ -160,7 +193,9 @@ def run(small: bool, out_path: Path | None, questions_path: str | None) -> str:
         mean10 = sum(c[1] for c in cells) / len(cells)
         mark = " [default]" if label == DEFAULT else ""
         rows.append([label + mark] + [f"{v:.3f}" for c in cells for v in c[:2]] + [f"{mean5:.3f}", f"{mean10:.3f}"])
-    counts = ", ".join(f"{n}: {len(items)} questions, {len(kb.chunks)} chunks" for n, kb, items in data)
+    auto = BM25Leg(stopwords="auto")
+    counts = ", ".join(f"{n}: {len(items)} questions, {len(kb.chunks)} chunks, auto stop words "
+                       f"{auto.settings(kb.state).stopwords!r}" for n, kb, items in data)
     text = "\n".join([
         "# BM25 lexical settings: Recall@5 / Recall@10 per corpus", "",
         "Machine: " + ", ".join(f"{k} {v}" for k, v in machine_info(["bm25s", "PyStemmer"]).items()), "", *[f"- {note}" for note in notes], f"- {counts}", "",

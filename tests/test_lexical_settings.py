@@ -53,15 +53,15 @@ def test_settings_are_normalised():
     hash(BM25Leg(stopwords=["b", "a"]))
 
 
-def test_stop_words_none_keeps_keywords_and_the_default_drops_them():
-    assert _kb().lexical.stopword_set() >= {"with", "for", "the"}
-    assert BM25Leg().scores(_kb().state, "with").tolist() == [0.0] * 4
+def test_stop_words_none_keeps_keywords_and_the_language_list_drops_them():
+    assert _kb(stopwords="language").lexical.stopword_set() >= {"with", "for", "the"}
+    assert BM25Leg().scores(_kb(stopwords="language").state, "with").tolist() == [0.0] * 4
     kept = _kb(stopwords=None)
     scores = BM25Leg().scores(kept.state, "with")
     assert scores[kept.state.chunks["source_id"].tolist().index("with.md")] == scores.max() > 0
     assert _top(kept, "with statement")[0] == "with.md"
     # the leg overrides the knowledge base's setting, either way
-    assert BM25Leg(stopwords=None).scores(_kb().state, "with").max() > 0
+    assert BM25Leg(stopwords=None).scores(_kb(stopwords="language").state, "with").max() > 0
     assert BM25Leg(stopwords="en").scores(kept.state, "with").max() == 0
 
 
@@ -72,8 +72,22 @@ def test_a_custom_list_and_another_language_list():
     assert french.scores(kb.state, "est la").max() == 0 and french.scores(kb.state, "the").max() > 0
 
 
+def test_auto_stop_words_follow_the_corpus():
+    code = _kb()  # identifiers in every chunk: code-like, every word kept
+    assert code.lexical.stopwords == "auto" and BM25Leg().settings(code.state).stopwords is None
+    assert _top(code, "with statement")[0] == "with.md"
+    prose = crux_nb.knowledge_base(id="prose")
+    for source, text in {"a.md": "The launch moved to May with the team.", "b.md": "Lunch is at noon."}.items():
+        prose.add_text(source, text)
+    assert BM25Leg().settings(prose.state).stopwords == "language"
+    assert BM25Leg().scores(prose.state, "with").max() == 0
+    # the decision is the corpus': enough identifiers flip it, and the token arrays of both settings are kept
+    prose.add_text("c.md", "Call os.path.join, dict.get and sys.exit; pass --verbose or -q to __main__.")
+    assert BM25Leg().settings(prose.state).stopwords is None and BM25Leg().scores(prose.state, "with").max() > 0
+
+
 def test_a_query_with_no_indexable_terms_warns_with_the_reason_and_the_setting():
-    kb = _kb()
+    kb = _kb(stopwords="language")
     with pytest.warns(UserWarning, match="every word it has is a stop word .*stopwords=None"):
         result = kb.recipe().retrieve_with_trace("is it the")
     assert len(result.hits) == 0
@@ -140,6 +154,7 @@ def test_french_text_with_french_stop_words():
 
 def test_settings_survive_save_and_open(tmp_path):
     kb = _kb(language="fr", stopwords=["statement"], tokenizer="crux")
+    assert crux_nb.knowledge_base().lexical.stopwords == "auto"
     kb.save(tmp_path / "kb")
     back = crux_nb.open(tmp_path / "kb")
     assert back.lexical == kb.lexical and back.state.lexical == kb.lexical
@@ -162,11 +177,12 @@ def test_a_manifest_without_settings_opens_with_the_behaviour_it_was_built_with(
 
 
 def test_the_index_cache_is_keyed_by_the_settings():
-    state = _kb().state
+    state = _kb(stopwords="language").state
     plain, keep = BM25Leg(), BM25Leg(stopwords=None)
     assert plain.scores(state, "with").max() == 0 and keep.scores(state, "with").max() > 0
     keys = [k for k in state.cache if isinstance(k, tuple) and k[0] == "bm25"]
-    assert len(keys) == 2 and {k[-1] for k in keys} == {DEFAULT_SETTINGS, keep.settings(state)}
+    assert len(keys) == 2 and {k[-1] for k in keys} == {plain.settings(state), keep.settings(state)}
+    assert keep.settings(state).stopwords is None and plain.settings(state).stopwords == "language"
     shared = [k for k in state.shared if isinstance(k, tuple) and k[0] == "bm25-tokens"]
     assert len(shared) == 2
     assert plain.scores(state, "with").max() == 0  # the first index is reused, not overwritten
@@ -178,7 +194,8 @@ def test_the_index_cache_is_keyed_by_the_settings():
 def test_the_bm25s_setting_equals_bm25s_bit_for_bit(query):
     kb = _kb()  # the knowledge base's default is the crux split: the leg asks for bm25s' own
     kb.add_text("jp.md", "日本語のテキスト and os.path.join")
-    assert np.array_equal(BM25Leg(tokenizer="bm25s").scores(kb.state, query), bm25s_scores(kb.state, query))
+    leg = BM25Leg(tokenizer="bm25s", stopwords="language")  # "auto" would keep every word of this code-like text
+    assert np.array_equal(leg.scores(kb.state, query), bm25s_scores(kb.state, query))
 
 
 def test_a_stemmer_without_pystemmer_says_what_to_install(monkeypatch):

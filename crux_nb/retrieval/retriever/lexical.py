@@ -99,15 +99,24 @@ class BM25Leg:
                      if not (isinstance(getattr(self, name), str) and getattr(self, name) == KB))
 
     def settings(self, state: Any) -> LexicalSettings:
-        """The lexical settings this leg applies to ``state``: its knowledge base's, with this leg's overrides.
+        """The lexical settings this leg applies to ``state``: its knowledge base's, with this leg's overrides;
+        ``stopwords="auto"`` resolved on the state's text (``None`` when it reads as code, else ``"language"``).
 
         >>> import crux_nb
         >>> from crux_nb.retrieval import BM25Leg
         >>> kb = crux_nb.knowledge_base(id="fr", language="fr")
-        >>> BM25Leg(stopwords=None).settings(kb.state).describe()
-        "language='fr', stopwords=None, stemmer=None, tokenizer='crux'"
+        >>> BM25Leg(stemmer=None).settings(kb.state).describe()
+        "language='fr', stopwords='language', stemmer=None, tokenizer='crux'"
+        >>> kb.add_text("code.md", "Call os.path.join(a, b) or sys.exit(); --verbose prints more.")
+        >>> BM25Leg().settings(kb.state).stopwords is None  # auto: code-like text keeps every word
+        True
         """
-        return _resolve(state.lexical or DEFAULT_SETTINGS, self._overrides())
+        settings = _resolve(state.lexical or DEFAULT_SETTINGS, self._overrides())
+        if settings.stopwords == "auto":
+            from .lexical_index import corpus_code_like
+
+            settings = replace(settings, stopwords=None if corpus_code_like(state) else "language")
+        return settings
 
     def _index(self, state: Any):
         settings = self.settings(state)

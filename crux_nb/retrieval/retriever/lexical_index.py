@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ...store.lexical import BM25S_SETTINGS, LexicalSettings, analyzer
+from ...store.lexical import BM25S_SETTINGS, LexicalSettings, analyzer, code_like, identifier_counts
 
 _EMPTY = (np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.float32))
 # what bm25s gets for float32 term frequencies plus a float64 scalar on this NumPy
@@ -119,23 +119,43 @@ class LexicalIndex:
         return out
 
 
+def _source_spans(state: Any) -> list[tuple[tuple, int, int]]:
+    """(cache key, first row, end row) of each source's chunks: the key changes when the source's text does."""
+    chunks = state.chunks
+    sources = chunks["source_id"].to_numpy()
+    n_chars = chunks["n_chars"].to_numpy()
+    hashes = dict(zip(state.documents["source_id"], state.documents["content_hash"]))
+    starts = np.flatnonzero(np.r_[True, sources[1:] != sources[:-1]]) if len(sources) else np.zeros(0, int)
+    ends = np.r_[starts[1:], len(sources)].astype(int)
+    return [((sources[a], hashes.get(sources[a]), tuple(n_chars[a:b].tolist())), a, b)
+            for a, b in zip(starts.tolist(), ends.tolist())]
+
+
+def corpus_code_like(state: Any) -> bool:
+    """Whether ``state``'s chunks read as code (``stopwords="auto"``); counted once per source and kept, like the
+    token arrays, for the states that follow (a change counts only the changed sources)."""
+    found = state.cache.get("lexical-code-like")
+    if found is None:
+        with _SHARED_LOCK:
+            known = state.shared.get("lexical-identifier-counts", {})
+            contents = state.lookup.columns["content"]
+            kept = {key: known.get(key) or identifier_counts(contents[a:b]) for key, a, b in _source_spans(state)}
+            state.shared["lexical-identifier-counts"] = kept
+        found = state.cache["lexical-code-like"] = code_like(sum(c[0] for c in kept.values()),
+                                                             sum(c[1] for c in kept.values()))
+    return found
+
+
 def build_index(state: Any, *, k1: float, b: float, settings: LexicalSettings) -> LexicalIndex:
     """The index of ``state`` under ``settings``, tokenizing only the sources no earlier state of its knowledge
     base had under the same settings."""
     with _SHARED_LOCK:  # one SharedTokens per settings, even when two threads build the first index at once
         shared = state.shared.setdefault(("bm25-tokens", settings), None) or SharedTokens(settings)
         state.shared[("bm25-tokens", settings)] = shared
-    chunks = state.chunks
-    sources = chunks["source_id"].to_numpy()
-    n_chars = chunks["n_chars"].to_numpy()
     contents = state.lookup.columns["content"]
-    hashes = dict(zip(state.documents["source_id"], state.documents["content_hash"]))
-    starts = np.flatnonzero(np.r_[True, sources[1:] != sources[:-1]]) if len(sources) else np.zeros(0, int)
-    ends = np.r_[starts[1:], len(sources)].astype(int)
     pieces, kept = [], {}
     with shared.lock:
-        for start, end in zip(starts.tolist(), ends.tolist()):
-            key = (sources[start], hashes.get(sources[start]), tuple(n_chars[start:end].tolist()))
+        for key, start, end in _source_spans(state):
             arrays = shared.sources.get(key)
             if arrays is None:
                 arrays = shared.tokenize(contents[start:end])
