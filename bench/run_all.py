@@ -43,6 +43,8 @@ BENCHMARKS = [
     ("entity extraction quality: rules vs spaCy (Carol, Python docs, sample)", "entity_quality.py", "entity_quality"),
     ("BM25 index after a small change: incremental per source vs a full rebuild", "lexical_incremental.py", "lexical_incremental"),
     ("technical docs: retrieve(k) vs retrieve + expand at equal budget (Python reference topics)", "techdocs.py", "techdocs"),
+    ("BM25 lexical settings: token rule, stop words, stemmer (technical docs, sample, multi-hop)", "lexical_settings.py",
+     "lexical_settings"),
 ]
 PLOTS_DIR = BENCH_DIR / "plots"
 HISTORY = BENCH_DIR / "HISTORY.md"  # hand-kept before/after notes, appended to RESULTS.md

@@ -6,6 +6,7 @@ import os
 import threading
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
@@ -17,6 +18,7 @@ from .schema import SCHEMAS
 from .store.chunking import DEFAULT_CHUNK_SIZE, check_chunk_size
 from .store.ingest import Format, check_unique, frame_specs, path_specs, text_spec
 from .store.imports import GraphRAGImport
+from .store.lexical import DEFAULT_SETTINGS, LexicalSettings, lexical_settings
 from .store.saving import Saving
 from .store.state import KBState, with_edges, with_entities, with_sources, without_sources
 from .validation import check_name
@@ -26,8 +28,19 @@ __all__ = ["KnowledgeBase", "knowledge_base"]
 
 
 def knowledge_base(*, id: str = "kb", namespace: str | None = None, chunk_size: int = DEFAULT_CHUNK_SIZE,
-                   communities: Any = None) -> KnowledgeBase:
+                   communities: Any = None, language: str = DEFAULT_SETTINGS.language,
+                   stopwords: Any = DEFAULT_SETTINGS.stopwords, stemmer: str | None = DEFAULT_SETTINGS.stemmer,
+                   tokenizer: str = DEFAULT_SETTINGS.tokenizer) -> KnowledgeBase:
     """Create an empty knowledge base.
+
+    The lexical settings (saved with the knowledge base; ``BM25Leg(...)`` overrides them per step) say how text
+    becomes BM25 terms: ``language`` (``"en"``, ``"fr"``, ``"de"``, ``"zh"``... or its English name);
+    ``stopwords``: ``"auto"`` (the language's list, or none when the text reads as code: there, stop words are
+    keywords), ``"language"`` (the language's list, if bm25s ships one), ``None`` (none), another language's code,
+    or your own list of words; ``stemmer``: ``None``, ``"language"`` or a language code (needs PyStemmer:
+    ``pip install 'crux-nb[stem]'``); ``tokenizer``: ``"crux"`` (identifiers such as ``dict.setdefault`` and
+    ``--verbose`` kept whole beside their parts, CJK text split into character bigrams) or ``"bm25s"``
+    (bm25s' own split). See :mod:`crux_nb.store.lexical`.
 
     >>> import crux_nb
     >>> kb = crux_nb.knowledge_base(id="docs")
@@ -37,7 +50,9 @@ def knowledge_base(*, id: str = "kb", namespace: str | None = None, chunk_size: 
     """
     check_name("knowledge_base()", "id", id)
     namespace = id if namespace is None else check_name("knowledge_base()", "namespace", namespace)
-    kb = KnowledgeBase(id=id, namespace=namespace, chunk_size=check_chunk_size(chunk_size))
+    lexical = lexical_settings("knowledge_base()", language=language, stopwords=stopwords, stemmer=stemmer,
+                               tokenizer=tokenizer)
+    kb = KnowledgeBase(id=id, namespace=namespace, chunk_size=check_chunk_size(chunk_size), lexical=lexical)
     if communities is not None:
         kb.configure_communities(communities)
     return kb
@@ -60,11 +75,14 @@ class KnowledgeBase(GraphExports, CommunityAccess, Saving):
     '# Plan\\n\\nThe launch moved to May.'
     """
 
-    def __init__(self, *, id: str, namespace: str, chunk_size: int = DEFAULT_CHUNK_SIZE, state: KBState | None = None):
+    def __init__(self, *, id: str, namespace: str, chunk_size: int = DEFAULT_CHUNK_SIZE, state: KBState | None = None,
+                 lexical: LexicalSettings = DEFAULT_SETTINGS):
         self.id = id
         self.namespace = namespace
         self.chunk_size = chunk_size
-        self._state = state or KBState()
+        #: how text becomes BM25 terms (``knowledge_base(language=..., stopwords=...)``); every state carries it
+        self.lexical = lexical
+        self._state = self._adopt(state or KBState())
         self._lock = threading.RLock()
         self._reader = None
         self.communities_config = None
@@ -125,6 +143,10 @@ class KnowledgeBase(GraphExports, CommunityAccess, Saving):
         """The current immutable state (for steps and persistence)."""
         return self._state
 
+    def _adopt(self, state: KBState) -> KBState:
+        """``state`` carrying this knowledge base's lexical settings (the retrieve step reads them there)."""
+        return state if state.lexical == self.lexical else replace(state, lexical=self.lexical)
+
     # -------------------------------------------------------------- ingestion
     def commit(self, change: Callable[[KBState], KBState], *, expected: KBState | None = None) -> KBState:
         """Replace the state by ``change(state)`` atomically (the one write path for every layer).
@@ -155,7 +177,7 @@ class KnowledgeBase(GraphExports, CommunityAccess, Saving):
             new = change(self._state)
             if not isinstance(new, KBState):
                 raise ParameterError("kb.commit()", "change", "a function returning a KBState", new)
-            self._state = new
+            self._state = new = self._adopt(new)
             self._reader = None
             return new
 

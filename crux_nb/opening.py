@@ -7,6 +7,7 @@ from typing import Any
 
 from .knowledgebase import KnowledgeBase
 from .store import persist
+from .store.lexical import settings_from_record
 
 __all__ = ["open_knowledge_base"]
 
@@ -37,7 +38,9 @@ def open_knowledge_base(path: str | os.PathLike, *, verify: bool = True, communi
     """
     saved = persist.read_saved(path, verify=verify, generation=generation)
     meta = saved.manifest["kb"]
-    kb = KnowledgeBase(id=meta["id"], namespace=meta["namespace"], chunk_size=meta["chunk_size"], state=saved.state)
+    # a manifest from before the lexical settings: the behaviour it was built with (bm25s' split, English stop words)
+    kb = KnowledgeBase(id=meta["id"], namespace=meta["namespace"], chunk_size=meta["chunk_size"], state=saved.state,
+                       lexical=settings_from_record(meta.get("lexical")))
     kb.path = saved.root
     kb.graphrag = saved.graphrag
     kb.published(saved.state, saved.base)

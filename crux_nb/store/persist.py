@@ -39,6 +39,7 @@ from .generations import (FORMAT, GEN, RESTORE, Base, check_version, current_poi
                           kept, manifest_digest, read_base)
 from .imports import read_import, save_import
 from .lease import Lease
+from .lexical import settings_record
 from .state import KBState
 
 FORMAT_VERSION = 2
@@ -172,7 +173,8 @@ def save(kb: Any, path: str | os.PathLike, *, partition_rows: int = PARTITION_RO
             tables[table] = _write_table(tmp / table, _to_storable(state.frame(table), table), partition_rows)
             lease.heartbeat()
         manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": generation,
-                    "kb": {"id": kb.id, "namespace": kb.namespace, "chunk_size": kb.chunk_size},
+                    "kb": {"id": kb.id, "namespace": kb.namespace, "chunk_size": kb.chunk_size,
+                           "lexical": settings_record(kb.lexical)},
                     "tables": tables}
         if getattr(kb, "graphrag", None) is not None:  # import details travel with the knowledge base
             manifest["imported"] = save_import(kb.graphrag, tmp / "imported",

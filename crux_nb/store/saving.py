@@ -74,6 +74,7 @@ class Saving:
     def published(self, state: KBState, base: Any) -> None:
         """Record a publish (or an open): ``state`` is what the folder holds as generation ``base``."""
         with self._lock:
+            state = self._adopt(state)
             if state is not self._state:
                 self._state = state
                 self._reader = None

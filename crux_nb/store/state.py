@@ -44,6 +44,9 @@ class KBState:
     report_findings: pd.DataFrame = field(default_factory=lambda: empty_frame("report_findings"))
     embeddings: pd.DataFrame = field(default_factory=lambda: empty_frame("embeddings"))
     version: int = 0
+    #: how text becomes BM25 terms (a :class:`~crux_nb.store.lexical.LexicalSettings`; None: the default), set
+    #: by the knowledge base from its configuration
+    lexical: Any = None
     #: Shared by every state derived from this one (``replace`` copies the reference): caches that stay valid
     #: per source across changes, such as the lexical index's token arrays.
     shared: dict = field(default_factory=dict, compare=False, repr=False)

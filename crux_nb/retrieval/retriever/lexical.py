@@ -6,10 +6,13 @@ embeddings, say) plugs in beside BM25 and the two are fused by RRF (k = 60).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+
+from ...store.lexical import DEFAULT_SETTINGS, LexicalSettings, analyzer, lexical_settings
 
 RRF_K = 60
 
@@ -52,10 +55,19 @@ class Leg(Protocol):
         ...
 
 
+#: a BM25Leg setting left to the knowledge base (its ``knowledge_base(language=..., stopwords=..., ...)``)
+KB = "kb"
+_SETTINGS = ("language", "stopwords", "stemmer", "tokenizer")
+
+
 @dataclass(frozen=True)
 class BM25Leg:
-    """Okapi BM25 over chunk content with English stop words (bm25s' tokenizer and scores; the index is
-    incremental per source, see :mod:`.lexical_index`).
+    """Okapi BM25 over chunk content (bm25s' Lucene scores; the index is incremental per source, see
+    :mod:`.lexical_index`), with the knowledge base's lexical settings unless overridden here.
+
+    ``language``, ``stopwords``, ``stemmer``, ``tokenizer``: ``"kb"`` (default) keeps the knowledge base's
+    setting; any other value is validated as :func:`crux_nb.knowledge_base` validates it (``stopwords=None``: no
+    stop words; ``stopwords="en"``: bm25s' English list; a list: your own; ``tokenizer="bm25s"``: bm25s' split).
 
     >>> import crux_nb
     >>> from crux_nb.retrieval import BM25Leg
@@ -63,19 +75,57 @@ class BM25Leg:
     >>> kb.add_text("a.md", "The launch moved to May."); kb.add_text("b.md", "Lunch is at noon.")
     >>> [round(float(s), 4) for s in BM25Leg().scores(kb.state, "launch")]  # one score per chunk row
     [0.2544, 0.0]
+    >>> BM25Leg(stopwords="en").scores(kb.state, "the").tolist()  # bm25s' English stop words: nothing left
+    [0.0, 0.0]
     """
 
     id: str = "bm25"
     k1: float = 1.5
     b: float = 0.75
+    language: Any = KB
+    stopwords: Any = KB
+    stemmer: Any = KB
+    tokenizer: Any = KB
+
+    def __post_init__(self) -> None:
+        if isinstance(self.stopwords, (list, set, frozenset)):  # hashable, like every other field
+            object.__setattr__(self, "stopwords", tuple(self.stopwords))
+        given = self._overrides()
+        if given:  # fail at construction, not at the first query
+            lexical_settings("BM25Leg()", **{"language": "en", **dict(given)})
+
+    def _overrides(self) -> tuple[tuple[str, Any], ...]:
+        return tuple((name, getattr(self, name)) for name in _SETTINGS
+                     if not (isinstance(getattr(self, name), str) and getattr(self, name) == KB))
+
+    def settings(self, state: Any) -> LexicalSettings:
+        """The lexical settings this leg applies to ``state``: its knowledge base's, with this leg's overrides;
+        ``stopwords="auto"`` resolved on the state's text (``None`` when it reads as code, else ``"language"``).
+
+        >>> import crux_nb
+        >>> from crux_nb.retrieval import BM25Leg
+        >>> kb = crux_nb.knowledge_base(id="fr", language="fr")
+        >>> BM25Leg(stemmer=None).settings(kb.state).describe()
+        "language='fr', stopwords='language', stemmer=None, tokenizer='crux'"
+        >>> kb.add_text("code.md", "Call os.path.join(a, b) or sys.exit(); --verbose prints more.")
+        >>> BM25Leg().settings(kb.state).stopwords is None  # auto: code-like text keeps every word
+        True
+        """
+        settings = _resolve(state.lexical or DEFAULT_SETTINGS, self._overrides())
+        if settings.stopwords == "auto":
+            from .lexical_index import corpus_code_like
+
+            settings = replace(settings, stopwords=None if corpus_code_like(state) else "language")
+        return settings
 
     def _index(self, state: Any):
-        key = ("bm25", self.k1, self.b)
+        settings = self.settings(state)
+        key = ("bm25", self.k1, self.b, settings)
         index = state.cache.get(key)
         if index is None:
             from .lexical_index import build_index
 
-            index = state.cache[key] = build_index(state, k1=self.k1, b=self.b)
+            index = state.cache[key] = build_index(state, k1=self.k1, b=self.b, settings=settings)
         return index
 
     def scores(self, state: Any, query: str) -> np.ndarray:
@@ -99,6 +149,44 @@ class BM25Leg:
         if not ids:
             return np.zeros(n)
         return np.asarray(index.scores(ids), dtype=float)
+
+    def query_warning(self, state: Any, query: str) -> str | None:
+        """Why ``query`` can match nothing whatever the corpus holds (no term survives the split), or None.
+
+        >>> import crux_nb
+        >>> from crux_nb.retrieval import BM25Leg
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> print(BM25Leg().query_warning(kb.state, "Is it in there?"))  # doctest: +ELLIPSIS
+        BM25: the query 'Is it in there?' has no indexable terms: every word it has is a stop word ...
+        >>> BM25Leg().query_warning(kb.state, "What is a lambda?") is None
+        True
+        """
+        settings = self.settings(state)
+        if analyzer_for(settings)(query):
+            return None
+        plain = analyzer_for(replace(settings, stopwords=None))(query)
+        if plain:
+            return (f"BM25: the query {query!r} has no indexable terms: every word it has is a stop word "
+                    f"(stopwords={settings.stopwords!r}, language={settings.language!r}); pass stopwords=None or "
+                    "your own list to knowledge_base() or BM25Leg() to search for them.")
+        return (f"BM25: the query {query!r} has no indexable terms: the {settings.tokenizer!r} tokenizer keeps "
+                "words of two or more letters or digits" + (" and CJK characters" if settings.tokenizer == "crux"
+                                                             else "; tokenizer='crux' also keeps CJK text")
+                + ", and the query has none.")
+
+
+@lru_cache(maxsize=64)
+def _resolve(base: LexicalSettings, overrides: tuple[tuple[str, Any], ...]) -> LexicalSettings:
+    if not overrides:
+        return base
+    merged = {**{name: getattr(base, name) for name in _SETTINGS}, **dict(overrides)}
+    return lexical_settings("BM25Leg()", **merged)
+
+
+@lru_cache(maxsize=64)
+def analyzer_for(settings: LexicalSettings):
+    """The (cached) split function of ``settings``."""
+    return analyzer(settings)
 
 
 def top_order(values: np.ndarray, rows: np.ndarray, top: int | None) -> np.ndarray:

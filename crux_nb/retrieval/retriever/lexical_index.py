@@ -1,55 +1,56 @@
 """An incremental BM25 index: chunks are tokenized once per source, so one small change costs time in
 proportion to it.
 
-Scores equal ``bm25s``' (its tokenizer, its Lucene BM25 variant, float32 like it), but the expensive part,
+Scores equal ``bm25s``' (its Lucene BM25 variant, float32 like it; its tokenizer too under the ``"bm25s"`` token
+rule, see :mod:`crux_nb.store.lexical` for the others), but the expensive part,
 tokenizing every chunk, is cached per source in a dict that every state derived from one knowledge base
 shares (``KBState.shared``). A new state reuses the token arrays of every source it has in common with earlier
 states (same id, content hash and chunk lengths) and tokenizes only the new or changed ones; the corpus-wide
 statistics (document frequencies, average length) are then summed with NumPy, and a query term's postings are
-gathered on first use.
+gathered on first use. Token arrays are kept per lexical settings: a leg that overrides the knowledge base's
+stop words or stemmer has its own vocabulary and arrays.
 """
 
 from __future__ import annotations
 
 import math
-import re
 import threading
 from collections import Counter
 from typing import Any
 
 import numpy as np
 
-_SPLIT = re.compile(r"(?u)\b\w\w+\b").findall  # bm25s.tokenize's default token pattern
+from ...store.lexical import BM25S_SETTINGS, LexicalSettings, analyzer, code_like, identifier_counts
+
 _EMPTY = (np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.float32))
 # what bm25s gets for float32 term frequencies plus a float64 scalar on this NumPy
 _TFC_DTYPE = (np.zeros(1, np.float32) + np.float64(1.0)).dtype
 
 
-def _stopwords() -> frozenset[str]:
-    from bm25s.stopwords import STOPWORDS_EN
-
-    return frozenset(STOPWORDS_EN)
+_SHARED_LOCK = threading.Lock()
 
 
 class SharedTokens:
-    """Per-source token arrays and one vocabulary, shared by the states of one knowledge base."""
+    """Per-source token arrays and one vocabulary under one lexical setting, shared by the states of one
+    knowledge base."""
 
-    def __init__(self) -> None:
+    def __init__(self, settings: LexicalSettings = BM25S_SETTINGS) -> None:
         self.lock = threading.Lock()
         self.vocab: dict[str, int] = {}
         self.sources: dict[tuple, tuple[np.ndarray, ...]] = {}
-        self.stopwords = _stopwords()
+        self.settings = settings
+        self.split = analyzer(settings)
 
     def query_tokens(self, query: str) -> list[str]:
-        """A query's tokens, as its chunks' are split (bm25s.tokenize's rule, without its progress-bar setup:
-        ~0.2 ms a query)."""
-        return [t for t in _SPLIT(query.lower()) if t not in self.stopwords]
+        """A query's tokens, as its chunks' are split (under the ``"bm25s"`` rule: bm25s.tokenize's, without its
+        progress-bar setup: ~0.2 ms a query)."""
+        return self.split(query)
 
     def tokenize(self, texts: list[str]) -> tuple[np.ndarray, ...]:
         """(term ids, local chunk rows, term frequencies, chunk lengths) of one source's chunks."""
-        vocab, stop, ids, lengths = self.vocab, self.stopwords, [], []
+        vocab, split, ids, lengths = self.vocab, self.split, [], []
         for text in texts:
-            tokens = [vocab.setdefault(t, len(vocab)) for t in _SPLIT(text.lower()) if t not in stop]
+            tokens = [vocab.setdefault(t, len(vocab)) for t in split(text)]
             lengths.append(len(tokens))
             ids += tokens
         lengths = np.asarray(lengths, np.int64)
@@ -118,20 +119,43 @@ class LexicalIndex:
         return out
 
 
-def build_index(state: Any, *, k1: float, b: float) -> LexicalIndex:
-    """The index of ``state``, tokenizing only the sources no earlier state of its knowledge base had."""
-    shared = state.shared.setdefault("bm25-tokens", SharedTokens())
+def _source_spans(state: Any) -> list[tuple[tuple, int, int]]:
+    """(cache key, first row, end row) of each source's chunks: the key changes when the source's text does."""
     chunks = state.chunks
     sources = chunks["source_id"].to_numpy()
     n_chars = chunks["n_chars"].to_numpy()
-    contents = state.lookup.columns["content"]
     hashes = dict(zip(state.documents["source_id"], state.documents["content_hash"]))
     starts = np.flatnonzero(np.r_[True, sources[1:] != sources[:-1]]) if len(sources) else np.zeros(0, int)
     ends = np.r_[starts[1:], len(sources)].astype(int)
+    return [((sources[a], hashes.get(sources[a]), tuple(n_chars[a:b].tolist())), a, b)
+            for a, b in zip(starts.tolist(), ends.tolist())]
+
+
+def corpus_code_like(state: Any) -> bool:
+    """Whether ``state``'s chunks read as code (``stopwords="auto"``); counted once per source and kept, like the
+    token arrays, for the states that follow (a change counts only the changed sources)."""
+    found = state.cache.get("lexical-code-like")
+    if found is None:
+        with _SHARED_LOCK:
+            known = state.shared.get("lexical-identifier-counts", {})
+            contents = state.lookup.columns["content"]
+            kept = {key: known.get(key) or identifier_counts(contents[a:b]) for key, a, b in _source_spans(state)}
+            state.shared["lexical-identifier-counts"] = kept
+        found = state.cache["lexical-code-like"] = code_like(sum(c[0] for c in kept.values()),
+                                                             sum(c[1] for c in kept.values()))
+    return found
+
+
+def build_index(state: Any, *, k1: float, b: float, settings: LexicalSettings) -> LexicalIndex:
+    """The index of ``state`` under ``settings``, tokenizing only the sources no earlier state of its knowledge
+    base had under the same settings."""
+    with _SHARED_LOCK:  # one SharedTokens per settings, even when two threads build the first index at once
+        shared = state.shared.setdefault(("bm25-tokens", settings), None) or SharedTokens(settings)
+        state.shared[("bm25-tokens", settings)] = shared
+    contents = state.lookup.columns["content"]
     pieces, kept = [], {}
     with shared.lock:
-        for start, end in zip(starts.tolist(), ends.tolist()):
-            key = (sources[start], hashes.get(sources[start]), tuple(n_chars[start:end].tolist()))
+        for key, start, end in _source_spans(state):
             arrays = shared.sources.get(key)
             if arrays is None:
                 arrays = shared.tokenize(contents[start:end])

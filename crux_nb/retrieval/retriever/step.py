@@ -57,6 +57,10 @@ class RetrieveStep(Step):
             if context.members is not None:
                 mask &= members_mask(state, context.members)
             for leg in self.legs:
+                explain = getattr(leg, "query_warning", None)  # a query no term of which can match (BM25Leg)
+                message = explain(state, planned.query) if callable(explain) else None
+                if message:
+                    warnings.append(message)
                 scores = leg.scores(state, planned.query)
                 groups.append((planned, leg, scores, mask))
         if len(groups) == 1:  # one ranking: only its head is needed
