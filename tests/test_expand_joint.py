@@ -9,6 +9,7 @@ import pytest
 import crux_nb
 from crux_nb.errors import ParameterError
 from crux_nb.retrieval import expand_relations, retrieve
+from crux_nb.retrieval.expand.joint import GRAPH_WEIGHT
 from crux_nb.testing import make_kb
 
 
@@ -89,7 +90,7 @@ def test_an_entity_link_lifts_a_candidate_over_an_equally_relevant_tail_chunk():
     assert ids(hits) == ["seed", "y"]  # x and y tie on relevance; y shares a specific entity with the hit
     record = trace.step("expand-relations").details["expansions"][0]
     assert record.via == "graph" and record.path == ("chunk:s:seed", "entity:keystone", "chunk:s:y")
-    assert record.score == pytest.approx(record.reason.relevance + 0.5 ** 0.5)  # graph 1/2 through 'keystone'
+    assert record.score == pytest.approx(record.reason.relevance + GRAPH_WEIGHT * 0.5 ** 0.5)  # graph 1/2 via keystone
     assert kb.recipe(steps=[retrieve(limit=2)]).retrieve("gateway launch")[1].chunk_id == "x"  # retrieve's own order
 
 

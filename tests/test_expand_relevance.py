@@ -8,6 +8,7 @@ import pytest
 
 from crux_nb.errors import ParameterError
 from crux_nb.retrieval import custom_step, expand_relations, retrieve
+from crux_nb.retrieval.expand.joint import GRAPH_WEIGHT
 from crux_nb.retrieval.expand.step import MIN_SHARE
 from crux_nb.testing import make_kb
 
@@ -55,7 +56,8 @@ def test_the_reason_records_path_entities_weights_and_score_parts():
     assert record.path == ("chunk:s:seed", "entity:gem", "chunk:s:rare") and record.distance == 1
     assert record.reason.entities == (("entity:gem", 0.5),)
     assert record.reason.relevance == 0.0  # no retrieve step in this run: no query relevance to reuse
-    assert record.reason.score == record.score == hits[1].score == pytest.approx(record.reason.graph)
+    # without a retrieve step there is no relevance: the score is the graph support alone
+    assert record.reason.score == record.score == hits[1].score == pytest.approx(GRAPH_WEIGHT * record.reason.graph ** 0.5)
     assert record.reason.to_dict()["entities"] == [["entity:gem", 0.5]]
     assert hits[1].provenance.graph.path == record.path
 
@@ -65,7 +67,7 @@ def test_seed_rank_weights_paths():
     mentions(kb, [("a", "x"), ("via-a", "x"), ("b", "y"), ("via-b", "y")])
     hits = kb.recipe(steps=[producer("chunk:s:a", "chunk:s:b"), expand_relations(types=["mentions"])]).retrieve("q")
     assert ids(hits) == ["a", "b", "via-a", "via-b"]  # 1/2 from seed rank 0 beats 1/2 * 1/2 from rank 1
-    assert hits[2].score == pytest.approx(0.5) and hits[3].score == pytest.approx(0.25)
+    assert hits[2].score == pytest.approx(GRAPH_WEIGHT * 0.5 ** 0.5) and hits[3].score == pytest.approx(GRAPH_WEIGHT * 0.5)
 
 
 def test_query_relevance_from_retrieve_orders_equal_links():
@@ -78,7 +80,7 @@ def test_query_relevance_from_retrieve_orders_equal_links():
     assert ids(hits) == ["seed", "q", "p"]  # same link (1/3); q also matches the query
     q, p = trace.steps[1].details["expansions"]
     assert 0 < q.reason.relevance < 1 and p.reason.relevance == 0.0
-    assert q.score == pytest.approx(q.reason.graph * (1 + q.reason.relevance))
+    assert q.score == pytest.approx(q.reason.relevance + GRAPH_WEIGHT * q.reason.graph ** 0.5)
     upstream = kb.recipe(steps=[retrieve(limit=1), expand_relations(types=["mentions"], seeds=["hits"],
                                                                     ranking="upstream")]).retrieve("launch plan gateway")
     assert ids(upstream) == ["seed", "p", "q"]  # upstream ignores the query: ref order

@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..errors import ParameterError
 from ..refs import decode_ref
-from ..retrieval.expand.step import Expansion, ExpansionReason
+from ..retrieval.expand import Expansion, ExpansionReason
 from ..hits import EvidenceHit, hit_key
 
 __all__ = ["ExpansionData", "expansion_data", "path_text", "reason_text", "ARROW_LEFT", "ARROW_RIGHT", "FRAME_COLUMNS"]

@@ -11,7 +11,7 @@ import math
 from typing import Any, Iterable
 
 from ..display.html import STYLE, clip, esc
-from ..retrieval.expand.step import Expansion
+from ..retrieval.expand import Expansion
 from ._expansion_data import ARROW_LEFT, ARROW_RIGHT, ExpansionData, reason_text
 
 __all__ = ["EXPANSION_STYLE", "expansion_svg", "paths_html", "detail_html", "header_html", "static_html"]

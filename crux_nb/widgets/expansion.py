@@ -3,7 +3,7 @@
 For each added hit it shows the seed, the path with edge types, the distance and score,
 and draws the expansion subgraph (an SVG generated in Python). Selecting a hit highlights
 its path; edge-type and max-distance filters narrow what is shown. ``view.selected`` is
-the selected :class:`~crux_nb.retrieval.expand.step.Expansion` (``view.selected_id`` its hit key,
+the selected :class:`~crux_nb.retrieval.expand.Expansion` (``view.selected_id`` its hit key,
 an observable trait). Without a widget manager the same view shows as static HTML.
 """
 
@@ -19,7 +19,7 @@ import traitlets
 from ._base import SelectionView
 from ..errors import ParameterError
 from ..graph.expansion_export import expansion_graph
-from ..retrieval.expand.step import Expansion
+from ..retrieval.expand import Expansion
 from ._expansion_data import ExpansionData, expansion_data
 from ._expansion_html import detail_html, graph_html, header_html, paths_html, static_html
 

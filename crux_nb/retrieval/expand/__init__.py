@@ -1,5 +1,8 @@
-"""The ``expand_relations`` hit step (``step``) and query-entity matching (``entity_match``)."""
+"""The ``expand_relations`` hit step (``step``), its joint candidate pool (``joint``), its records (``records``) and
+query-entity matching (``entity_match``)."""
 
-from .step import Expansion, ExpansionReason, ExpandRelationsStep, expand_relations
+from .joint import GRAPH_WEIGHT
+from .records import Expansion, ExpansionReason
+from .step import ExpandRelationsStep, expand_relations
 
-__all__ = ["Expansion", "ExpansionReason", "ExpandRelationsStep", "expand_relations"]
+__all__ = ["Expansion", "ExpansionReason", "ExpandRelationsStep", "expand_relations", "GRAPH_WEIGHT"]

@@ -7,10 +7,14 @@ breadth-first search, a generation at a time over CSR arrays), at most 64 neighb
 * ``ranking="relevance"`` (the default): entity hops are counted (chunk → entity → chunk is one
   hop); every path carries its seed's weight ``1/(seed rank + 1)``, divided at each entity (or
   section, document) it passes by the number of chunks adjacent to that node -- HippoRAG's node
-  specificity, so a rare entity is a strong link and a hub is noise. A candidate's graph score is
-  the sum over its paths; its score is ``graph × (1 + relevance)``, relevance being the query's
-  score for the chunk from the ``retrieve`` step of the same run, scaled to 0..1 (0 without one).
-  Ordered by (score desc, distance, seed rank, ref). Past the first hop, a node whose read would
+  specificity, so a rare entity is a strong link and a hub is noise. A candidate's graph mass is the
+  sum over its paths. Candidates are scored in the units of the query's relevance from the ``retrieve``
+  step of the same run (0..1, the best chunk 1; :mod:`.joint`): a chunk reached through an entity scores
+  ``relevance + graph_weight x sqrt(mass)``, a structural neighbour (the chunk before or after a hit, a
+  chunk of its section) its relevance alone, and one with no relevance is left out. With ``compete=True``
+  (the default) the retrieve step's next candidates join the pool with their relevance, so graph
+  candidates have to beat what a larger ``retrieve`` would have returned. Ordered by (score desc,
+  distance, seed rank, ref). Past the first hop, a node whose read would
   pass each neighbour less than ``min_share`` of its seed's weight is not read (default
   ``MIN_SHARE`` = 1/16: what reaches a node through an entity adjacent to more than 16 chunks, or a
   path as thin, stops there instead of spreading a vanishing share over many neighbours), and each hop
@@ -42,6 +46,7 @@ from ..retriever.lexical import RRF_K
 from ..trace import KnowledgeTrace
 from ..types import CHUNK_RELEVANCE, QUERY_VECTOR, StepContext, StepInput, StepOutput
 from .entity_match import match_entities, nearest_entities
+from .records import Expansion, ExpansionReason
 from .joint import GRAPH_WEIGHT, Pool, graph_pool, joint_pool, shortfall
 
 __all__ = ["ExpandRelationsStep", "expand_relations", "Expansion", "ExpansionReason", "FAN_OUT", "MAX_CANDIDATES",
@@ -59,38 +64,6 @@ SEED_KINDS = ("hits", "query")
 RANKINGS = ("relevance", "upstream")
 RELEVANCE_KEY = CHUNK_RELEVANCE
 COVERAGE_BASIS = "visible graph neighbors from the bound knowledge reader"
-
-
-@dataclass(frozen=True)
-class ExpansionReason:
-    """Why the relevance ranking placed a hit: the waypoints on its path with their specificity
-    (``1/|chunks adjacent|``) and the parts of its score (``score = graph * (1 + relevance)``)."""
-
-    entities: tuple[tuple[str, float], ...]
-    graph: float
-    relevance: float
-    score: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"entities": [[r, w] for r, w in self.entities], "graph": self.graph, "relevance": self.relevance,
-                "score": self.score}
-
-
-@dataclass(frozen=True)
-class Expansion:
-    """One added hit and how it was reached (what the expansion view shows)."""
-
-    key: str
-    ref: str
-    seed: str
-    path: tuple[str, ...]
-    edges: tuple[str, ...]
-    distance: int
-    score: float
-    position: int
-    supports: tuple[str, ...]
-    reason: ExpansionReason | None = None  # the relevance ranking's reason; None under "upstream"
-    via: str = "graph"  # "retrieve": the retrieve step's next candidate, which outranked the graph's (no route)
 
 
 @dataclass(frozen=True, repr=False)
@@ -351,9 +324,20 @@ def expand_relations(*, types: list[str] | None = None, direction: Literal["out"
         (``"hits"``: the incoming evidence hits, ``"query"``: entities named in the query).
     ranking
         ``"relevance"`` (default): counted entity hops, paths weighted by seed rank and by the
-        specificity of the entities they pass (``1/|chunks mentioning it|``), times ``1 +`` the
-        query's relevance to the candidate from ``retrieve``; the reason is recorded per hit.
+        specificity of the entities they pass (``1/|chunks mentioning it|``); a candidate scores the
+        query's relevance from ``retrieve`` plus ``graph_weight x sqrt(mass)`` when reached through an
+        entity, its relevance alone when reached as a structural neighbour; the reason is recorded per hit.
         ``"upstream"``: upstream's traversal, order and score exactly (free entity hops).
+    compete
+        The relevance ranking's pool (None, the default: True): the retrieve step's next candidates compete
+        with the graph's, so at a budget of k hits the expansion never swaps a chunk ``retrieve(k)`` would
+        have returned for a graph candidate that scores lower. A hit taken from that tail carries the
+        retrieve step's rank (``provenance.ranks == {"retrieve": rank}``, no graph route) and is listed in
+        the step's details under ``"filled"``. False: graph candidates only; fewer hits than ``limit``
+        may come back, and the trace says why.
+    graph_weight
+        The relevance ranking's weight of graph support against relevance (None, the default:
+        ``GRAPH_WEIGHT`` = 0.25; 0 ranks by relevance alone, reproducing ``retrieve`` at equal budget).
     entity_hops
         Override the ranking's entity-hop rule: ``"free"`` (a hop to or from an entity costs
         nothing) or ``"counted"`` (chunk → entity → chunk is one hop, entity → entity one hop).
