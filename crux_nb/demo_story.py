@@ -17,6 +17,7 @@ from .knowledgebase import knowledge_base
 from .evaluation import evaluate
 from .models import OfflineModel
 from .retrieval import expand_relations, global_search, retrieve
+from .retrieval.expand import GRAPH_WEIGHT
 from .widgets import CoverageView, ExpansionView
 
 GLOBAL_QUESTION = "What changed in the launch plan?"
@@ -64,19 +65,25 @@ def expansion(kb: Any, say: Say) -> str:
     per = ev.to_frame().pivot(index="question_id", columns="recipe", values="recall@5")
     gain = (per[EXPANDED] - per[PLAIN]).reindex(questions["id"])
     wins, losses = int((gain > 0).sum()), int((gain < 0).sum())
+    means = ev.summary()["recall@5"]
+    verdict = "matches or beats" if means[EXPANDED] >= means[PLAIN] else "falls below"
+    say(f"at equal budget, {EXPANDED} {verdict} {PLAIN}: Recall@5 {means[EXPANDED]:.3f} vs {means[PLAIN]:.3f}")
     say(f"expansion finds more gold on {wins} questions, less on {losses}")
     pick = questions.iloc[int(gain.to_numpy().argmax())]
     result = recipes[EXPANDED].retrieve_with_trace(pick["question"])
     gold = set(pick["gold"])
     say(f"\nquestion: {pick['question']!r}   (gold: {', '.join(sorted(gold))})")
     hits = result.hits.to_frame()
-    hits = hits.assign(gold=hits["ref"].isin(gold).map({True: "*", False: ""}),
-                       added=hits["distance"].notna().map({True: "expand", False: "retrieve"}))
+    filled = {x.ref for x in result.trace.step("expand-relations").details["filled"]}
+    added = ["expand: graph" if pd.notna(d) else "expand: retrieve's next" if r in filled else "retrieve"
+             for r, d in zip(hits["ref"], hits["distance"])]
+    hits = hits.assign(gold=hits["ref"].isin(gold).map({True: "*", False: ""}), added=added)
     say(table(hits[["rank", "added", "ref", "gold"]]))
     view = ExpansionView(result, kb=kb)
     rows = [{"added hit": x.ref, "seed": x.seed, "path": " -> ".join(x.edges),
              "reason": ", ".join(f"{ref} ({w:.2f})" for ref, w in x.reason.entities) if x.reason else "",
-             "score": f"graph {x.reason.graph:.3f} x (1 + relevance {x.reason.relevance:.3f})" if x.reason else ""}
+             "score": (f"relevance {x.reason.relevance:.3f} + {GRAPH_WEIGHT} x sqrt(graph {x.reason.graph:.3f})"
+                       if x.reason else "")}
             for x in view.expansions]
     say("\nadded hits: seed -> path -> reason (entities on the path with their specificity)")
     say(table(pd.DataFrame(rows), width=48))
