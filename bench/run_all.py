@@ -42,7 +42,8 @@ BENCHMARKS = [
     ("kb.add_edges / add_entities: column-wise vs row-by-row validation", "add_edges.py", "add_edges"),
     ("entity extraction quality: rules vs spaCy (Carol, Python docs, sample)", "entity_quality.py", "entity_quality"),
     ("BM25 index after a small change: incremental per source vs a full rebuild", "lexical_incremental.py", "lexical_incremental"),
-    ("technical docs: retrieve(k) vs retrieve + expand at equal budget (Python reference topics)", "techdocs.py", "techdocs"),
+    ("technical docs: retrieve(k) vs retrieve + expand at equal budget (Python reference topics, CMake help)",
+     "techdocs.py", "techdocs"),
     ("BM25 lexical settings: token rule, stop words, stemmer (technical docs, sample, multi-hop)", "lexical_settings.py",
      "lexical_settings"),
 ]

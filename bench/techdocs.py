@@ -58,16 +58,22 @@ TARGET_POINTS = 3.0  # issue 31: an expanded recipe beats plain retrieval at its
 SMALL_QUESTIONS = 16
 STRUCTURAL = ("sequence", "hierarchy")  # the knowledge base's own structural edge types; every other type is an entity edge
 COLUMNS = ["corpus", "recipe", "k", "R@k", "gain (pts)", "MRR", "p50 ms", "added/q", "via entity", "via sequence",
-           "via hierarchy", "added useful", "short"]
+           "via hierarchy", "useful", "short"]
 
 
 @dataclass(frozen=True)
 class Recipe:
-    """One recipe of the table: fresh steps, its budget k, and the plain recipe it is compared with (None: a baseline)."""
+    """One recipe of the table: fresh steps, its budget k, and the plain recipe it is compared with (None: a baseline).
+
+    ``tail_from`` (plain recipes): the rank after which its hits stand where an expanded recipe of the same budget
+    puts its added hits (3 for ``retrieve(5)`` against ``retrieve(3) + expand(2)``); their share of new gold is
+    the yield expansion has to beat.
+    """
 
     steps: Callable[[], list]
     k: int
     baseline: str | None = None
+    tail_from: int | None = None
 
 
 @dataclass(frozen=True)
@@ -80,9 +86,9 @@ class Corpus:
 
 
 BASE_RECIPES: dict[str, Recipe] = {
-    "retrieve(5)": Recipe(lambda: [retrieve(limit=5)], 5),
+    "retrieve(5)": Recipe(lambda: [retrieve(limit=5)], 5, tail_from=3),
     "retrieve(3) + expand(2)": Recipe(lambda: [retrieve(limit=3), expand_relations(limit=2)], 5, "retrieve(5)"),
-    "retrieve(10)": Recipe(lambda: [retrieve(limit=10)], 10),
+    "retrieve(10)": Recipe(lambda: [retrieve(limit=10)], 10, tail_from=5),
     "retrieve(5) + expand(5)": Recipe(lambda: [retrieve(limit=5), expand_relations(limit=5)], 10, "retrieve(10)"),
 }
 VARIANTS: dict[str, Recipe] = {}  # registered expansion variants, run after BASE_RECIPES
@@ -170,8 +176,18 @@ def _added(run) -> list[tuple[str, bool]]:
     return [(classes[str(h.ref)], rel) for h, rel in zip(run.hits, run.relevant) if str(h.ref) in classes]
 
 
-def corpus_rows(name: str, kb, questions: pd.DataFrame) -> tuple[list[list[str]], dict[str, dict[str, float]]]:
-    """The table rows of one corpus and the numbers behind them (per recipe)."""
+def _useful(spec: Recipe, runs, added: list[tuple[str, bool]]) -> float:
+    """The share of new gold among an expanded recipe's added hits, or among a plain recipe's hits past ``tail_from``."""
+    if spec.baseline is not None:
+        return sum(a[1] for a in added) / len(added) if added else float("nan")
+    if spec.tail_from is None:
+        return float("nan")
+    tail = [rel for r in runs for rel in r.relevant[spec.tail_from:spec.k]]
+    return sum(tail) / len(tail) if tail else float("nan")
+
+
+def corpus_rows(name: str, kb, questions: pd.DataFrame) -> tuple[list[list[str]], dict[str, dict], list[list[str]]]:
+    """The table rows of one corpus, the numbers behind them (per recipe), and the rows of R@k per question kind."""
     bound = recipes(kb)
     for recipe in bound.values():  # warm-up: indexes are built outside the timed runs
         recipe.retrieve(questions["question"].iloc[0])
@@ -187,7 +203,13 @@ def corpus_rows(name: str, kb, questions: pd.DataFrame) -> tuple[list[list[str]]
                            "short": sum(len(r.hits) < spec.k for r in runs), "added": len(added) / len(runs),
                            **{f"via {c}": (sum(a[0] == c for a in added) / len(added) if added else float("nan"))
                               for c in ("entity", "sequence", "hierarchy")},
-                           "useful": sum(a[1] for a in added) / len(added) if added else float("nan")}
+                           "useful": _useful(spec, runs, added)}
+    kinds = dict(zip(questions["id"].astype(str), questions["kind"])) if "kind" in questions else {}
+    kind_rows = []
+    for kind in sorted(set(kinds.values())):
+        ids = [q for q in ev.question_ids if kinds.get(q) == kind]
+        kind_rows.append([name, kind, str(len(ids))] + [
+            f"{sum(ev.run(r, q).metrics[f'recall@{specs[r].k}'] for q in ids) / len(ids):.3f}" for r in bound])
     rows = []
     for recipe, n in numbers.items():
         base = specs[recipe].baseline
@@ -196,12 +218,13 @@ def corpus_rows(name: str, kb, questions: pd.DataFrame) -> tuple[list[list[str]]
         share = (lambda v: f"{v:.2f}" if expanded and v == v else "")  # noqa: E731 (NaN: no hit was added)
         rows.append([name, recipe, str(n["k"]), f"{n['recall']:.3f}", gain, f"{n['mrr']:.3f}", f"{n['p50']:.1f}",
                      f"{n['added']:.2f}" if expanded else "", share(n["via entity"]), share(n["via sequence"]),
-                     share(n["via hierarchy"]), share(n["useful"]), f"{int(n['short'])}/{len(questions)}"])
-    return rows, numbers
+                     share(n["via hierarchy"]), "" if n["useful"] != n["useful"] else f"{n['useful']:.3f}",
+                     f"{int(n['short'])}/{len(questions)}"])
+    return rows, numbers, kind_rows
 
 
 def run(small: bool = False, out_path: Path | None = None, corpora: tuple[str, ...] | None = None) -> str:
-    rows, builds, summary, skipped = [], [], [], []
+    rows, builds, summary, skipped, kind_rows = [], [], [], [], []
     for name in corpora or (("pyref",) if small else tuple(CORPORA)):
         corpus = CORPORA[name]
         reason = corpus.missing()
@@ -219,8 +242,9 @@ def run(small: bool = False, out_path: Path | None = None, corpora: tuple[str, .
         s = kb.summary()
         builds.append([name, str(s["documents"]), str(s["chunks"]), str(s["entities"]), str(s["edges"]),
                        str(len(questions)), f"{seconds:.1f}"])
-        corpus_table, numbers = corpus_rows(name, kb, questions)
+        corpus_table, numbers, kind_table = corpus_rows(name, kb, questions)
         rows += corpus_table
+        kind_rows += kind_table
         for recipe, n in numbers.items():
             base = {**BASE_RECIPES, **VARIANTS}[recipe].baseline
             if base is None:
@@ -240,10 +264,14 @@ def run(small: bool = False, out_path: Path | None = None, corpora: tuple[str, .
         "questions; gain = R@k minus the plain recipe's at the same k, in points; MRR over all hits; p50 = median "
         "latency per query. For expanded recipes: added/q = hits the expand step added per question; via entity / "
         "sequence / hierarchy = share of added hits whose path used an entity edge / only sequence edges / "
-        "hierarchy (structural, no entity) edges; added useful = share of added hits that matched new gold; "
+        "hierarchy (structural, no entity) edges; useful = share of the added hits (expanded) or of the hits past rank "
+        "3 / 5 (plain: the places expansion fills) that matched new gold; "
         "short = questions with fewer hits than k.", "",
         markdown_table(COLUMNS, rows), "",
         *([*skipped, ""] if skipped else []),
+        "## R@k by question kind", "",
+        markdown_table(["corpus", "kind", "questions", *(f"{r} R@{s.k}" for r, s in {**BASE_RECIPES, **VARIANTS}.items())],
+                       kind_rows), "",
         "## Knowledge bases", "",
         markdown_table(["corpus", "documents", "chunks", "entities", "edges", "questions", "build s"], builds),
         "", f"Load average at end: {load_average()}; python {info.get('python')}.", ""])

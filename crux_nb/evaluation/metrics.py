@@ -39,7 +39,8 @@ class GoldPassage:
     space), case-sensitive: the hit's normalised content must contain the normalised phrase,
     or its first 40 normalised characters (so a phrase that a chunk boundary cuts still
     matches the chunk holding its start). The match does not depend on chunk ids, so gold
-    written once survives re-chunking. In a JSON-lines question file a passage is the object
+    written once survives re-chunking. A finding hit matches when it cites a chunk of the
+    source and its own text holds the phrase. In a JSON-lines question file a passage is the object
     ``{"source_id": ..., "phrase": ...}`` (:meth:`to_dict`).
 
     Examples
@@ -144,9 +145,8 @@ def _sources(hit: Any) -> set[str]:
 def _identities(hit: Any) -> tuple[set[str], set[str]]:
     """The chunk refs and source ids a hit stands for."""
     if getattr(hit, "kind", None) == "finding":
-        refs = [encode_ref(r) for r in hit.citation.supports if getattr(r, "kind", None) == "chunk"]
-        return set(refs), {r.source_id for r in hit.citation.supports if getattr(r, "kind", None) == "chunk"}
-    return {encode_ref(hit.ref)}, {hit.source.id}
+        return {encode_ref(r) for r in hit.citation.supports if getattr(r, "kind", None) == "chunk"}, _sources(hit)
+    return {encode_ref(hit.ref)}, _sources(hit)
 
 
 def as_gold(value: Any, *, where: str = "evaluate()") -> Gold:

@@ -21,12 +21,12 @@ from bench import techdocs  # noqa: E402
 RECIPES = ["retrieve(5)", "retrieve(3) + expand(2)", "retrieve(10)", "retrieve(5) + expand(5)",
            "retrieve(3) + expand(2) d2", "retrieve(5) + expand(5) d2"]
 BUDGET = dict(zip(RECIPES, [5, 5, 10, 10, 5, 10]))
-SHARES = ["via entity", "via sequence", "via hierarchy", "added useful"]
+SHARES = ["via entity", "via sequence", "via hierarchy"]
 
 
 def table(text: str) -> dict[str, dict[str, str]]:
     rows = {}
-    for line in text.split("## Knowledge bases")[0].splitlines():
+    for line in text.split("## R@k by question kind")[0].splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) == len(techdocs.COLUMNS) and cells[0] == "pyref":
             rows[cells[1]] = dict(zip(techdocs.COLUMNS, cells))
@@ -53,12 +53,18 @@ def test_small_run_reports_every_recipe(small):
         assert bool(cells["gain (pts)"]) == expanded == bool(cells["added/q"]), name
         shares = [cells[c] for c in SHARES]
         assert all(0.0 <= float(v) <= 1.0 for v in shares if v) and (expanded or not any(shares)), (name, shares)
+        assert 0.0 <= float(cells["useful"]) <= 1.0, name  # added hits (expanded) or retrieve's tail (plain)
         if expanded and cells["via entity"]:
             assert math.isclose(sum(float(cells[c]) for c in SHARES[:3]), 1.0, abs_tol=0.011), name
             assert 0 < float(cells["added/q"]) <= BUDGET[name] - (3 if BUDGET[name] == 5 else 5), name
         short, total = cells["short"].split("/")
         assert int(total) == n and 0 <= int(short) <= n
     assert "| pyref  |" in text.split("## Knowledge bases")[1]
+    by_kind = [[c.strip() for c in line.strip().strip("|").split("|")]
+               for line in text.split("## R@k by question kind")[1].split("## Knowledge bases")[0].splitlines()
+               if line.startswith("| pyref")]
+    assert sum(int(r[2]) for r in by_kind) == n and all(len(r) == 3 + len(RECIPES) for r in by_kind)
+    assert all(0.0 <= float(v) <= 1.0 for r in by_kind for v in r[3:])
 
 
 def test_small_run_summary_follows_from_the_table(small):
