@@ -125,3 +125,15 @@ def test_the_new_parameters_show_only_when_changed():
     step = expand_relations(compete=False, graph_weight=0.25)
     assert step.to_dict()["config"]["compete"] is False and "graph_weight=0.25" in repr(step)
     assert expand_relations().competes and not step.competes and not expand_relations(ranking="upstream").competes
+
+
+def test_the_expansion_view_names_the_hits_filled_from_retrieve():
+    from crux_nb.widgets import expansion_data
+    from crux_nb.widgets._expansion_html import static_html
+
+    kb = separate_sources()
+    result = kb.recipe(steps=[retrieve(limit=2), expand_relations(limit=3)]).retrieve_with_trace("gateway launch")
+    data = expansion_data(result, kb=kb)
+    assert data.expansions == () and data.filled == tuple(str(h.ref) for h in result.hits[2:])
+    html = static_html(data)
+    assert "3 hits from the retrieve step's next candidates" in html and data.filled[0] in html

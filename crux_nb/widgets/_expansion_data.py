@@ -72,7 +72,7 @@ def _record(value: Any) -> Expansion:
                          path=tuple(map(str, value["path"])), edges=tuple(map(str, value["edges"])),
                          distance=int(value["distance"]), score=float(value["score"]),
                          position=int(value["position"]), supports=tuple(map(str, value["supports"])),
-                         reason=_reason(value.get("reason")))
+                         reason=_reason(value.get("reason")), via=str(value.get("via", "graph")))
     raise ParameterError("ExpansionView()", "result", "a result whose expand_relations() details hold Expansion "
                          "records", value)
 
@@ -103,6 +103,8 @@ class ExpansionData:
     contents: Mapping[str, str] = field(default_factory=dict)   # hit key -> chunk text
     names: Mapping[str, str] = field(default_factory=dict)      # entity ref -> canonical name
     warnings: tuple[str, ...] = ()
+    #: hits the step took from the retrieve step's next candidates (no graph route: they outranked the graph's)
+    filled: tuple[str, ...] = ()
 
     @property
     def edge_types(self) -> tuple[str, ...]:
@@ -309,5 +311,6 @@ def expansion_data(result: Any, *, step: str | None = None, kb: Any = None) -> E
                 contents[x.key] = by_ref[x.ref]
         entities = kb.entities
         names = dict(zip(entities["ref"], entities["canonical_name"]))
+    filled = tuple(str(_record(x).ref) for x in details.get("filled", ()))
     return ExpansionData(step_id=found.step_id, query=trace.query, seeds=seeds, expansions=expansions,
-                         contents=contents, names=names, warnings=tuple(found.warnings))
+                         contents=contents, names=names, warnings=tuple(found.warnings), filled=filled)

@@ -280,6 +280,10 @@ def header_html(data: ExpansionData, shown: Iterable[Expansion]) -> str:
     legend = "".join(f'<span class="crux-key crux-key-{k}">{k}</span>' for k in ("seed", "entity", "chunk", "hit"))
     legend += '<span class="crux-key crux-key-on">selected path</span>'
     warn = "".join(f'<div class="crux-muted">⚠ {esc(w)}</div>' for w in data.warnings)
+    if data.filled:  # added without a graph route: say so, since they have no path to draw
+        f = len(data.filled)
+        warn += (f'<div class="crux-muted">+ {f} hit{"s" if f != 1 else ""} from the retrieve step\'s next candidates '
+                 f'(they outranked the remaining graph candidates): {esc(", ".join(data.filled))}</div>')
     return (f'{STYLE}{EXPANSION_STYLE}<div class="crux crux-expansion-part crux-header">'
             f'<div class="crux-title">{esc(title)}</div><div class="crux-legend">{legend}</div>{warn}</div>')
 
