@@ -166,6 +166,10 @@ class StepContext:
 #: ``context.extras`` key: a function giving the query's relevance per chunk row of the state (0..1, best = 1),
 #: left by ``retrieve`` and called only by a step that needs it
 CHUNK_RELEVANCE = "chunk_relevance"
+#: ``context.extras`` key: a function ``n -> the first n chunk rows of the retrieve step's ranking`` (best first,
+#: visible rows with a positive relevance only; fewer when fewer exist), left by ``retrieve``: the head it ranked
+#: anyway is reused, so ``expand_relations`` reads the retrieve step's next candidates without a pass over all chunks
+CHUNK_RANKING = "chunk_ranking"
 #: ``context.extras`` key: a function giving ``(embedder, the query's unit vector or None)`` of the run's first
 #: dense leg, left by ``retrieve`` when it has one (``expand_relations`` seeds entities near the query with it)
 QUERY_VECTOR = "query_vector"

@@ -24,12 +24,12 @@ questions and two multi-hop samples (bench/techdocs.py, bench/multihop.py; bench
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from ...graph.frontier_index import STRUCTURAL_TYPES
-from ..retriever.lexical import ranks_of, top_order
 
 __all__ = ["GRAPH_WEIGHT", "Pool", "graph_scores", "joint_pool", "graph_pool", "shortfall"]
 
@@ -82,19 +82,20 @@ def graph_pool(index, found, chunk_scores: np.ndarray | None, *, weight: float =
                 tail_rows=empty, tail_ranks=empty, gated=gated)
 
 
-def joint_pool(index, found, chunk_scores: np.ndarray, taken_rows: np.ndarray, *, room: int,
-               weight: float = GRAPH_WEIGHT) -> Pool:
+def joint_pool(index, found, chunk_scores: np.ndarray, taken_rows: np.ndarray, head: Callable[[int], np.ndarray], *,
+               room: int, weight: float = GRAPH_WEIGHT) -> Pool:
     """Graph candidates and the retrieve tail ranked together (see the module docstring).
 
-    ``taken_rows``: chunk rows already among the hits (never in the tail); ``room``: how many tail rows can
-    matter (the step's limit plus slack for rows already taken by key).
+    ``taken_rows``: chunk rows already among the hits (never in the tail); ``head(n)``: the first ``n`` rows of
+    the retrieve step's ranking (``CHUNK_RANKING``); ``room``: how many hits the step adds. The first ``room``
+    rows of the ranking past the hits are enough: a row the graph reached is in the pool already, and any row
+    below them scores less than each of them.
     """
     score, relevance, keep = graph_scores(index, found, chunk_scores, weight)
     rows = index.row_of_code[found.codes]
-    blocked = np.zeros(len(chunk_scores), dtype=bool)
-    blocked[taken_rows] = True
-    blocked[rows[rows >= 0]] = True
-    tail_rows, tail_ranks = _tail(chunk_scores, blocked, room)
+    tail_rows, tail_ranks = _tail(head, taken_rows, room)
+    reached = np.isin(tail_rows, rows)  # already in the pool as graph candidates, scored there
+    tail_rows, tail_ranks = tail_rows[~reached], tail_ranks[~reached]
     n = len(found.codes)
     tail_scores = chunk_scores[tail_rows]
     scores = np.concatenate([score, tail_scores])
@@ -108,15 +109,21 @@ def joint_pool(index, found, chunk_scores: np.ndarray, taken_rows: np.ndarray, *
                 tail_ranks=tail_ranks, gated=int(((rows >= 0) & ~keep).sum()))
 
 
-def _tail(chunk_scores: np.ndarray, blocked: np.ndarray, room: int) -> tuple[np.ndarray, np.ndarray]:
-    """The best ``room`` rows with relevance that are not ``blocked``, with their 1-based rank in the retrieve
-    step's full ordering (ties in row order, as ``retrieve`` breaks them)."""
-    scored = chunk_scores > 0
-    rows = np.flatnonzero(scored & ~blocked)
-    if not len(rows) or room <= 0:
-        return rows[:0], rows[:0]
-    top = top_order(chunk_scores[rows], rows, room)
-    return top, ranks_of(chunk_scores, scored, top)
+def _tail(head: Callable[[int], np.ndarray], blocked: np.ndarray, room: int) -> tuple[np.ndarray, np.ndarray]:
+    """The first ``room`` rows of the retrieve step's ranking that are not ``blocked``, with their 1-based rank in
+    it: read from the head the step ranked anyway (no pass over all chunks), deeper only if the hits were not
+    the ranking's own head (a custom producer)."""
+    if room <= 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty
+    depth = room + len(blocked)
+    while True:
+        ranking = np.asarray(head(depth), dtype=np.int64)
+        free = np.flatnonzero(~np.isin(ranking, blocked))
+        if len(free) >= room or len(ranking) < depth:  # enough, or the ranking has no more rows
+            free = free[:room]
+            return ranking[free], free + 1
+        depth *= 2
 
 
 def shortfall(limit: int, added: int, skipped: dict[str, int], pool: Pool, *, competes: bool) -> str | None:

@@ -42,9 +42,9 @@ from ...hits import EvidenceHit, FindingHit, GraphProvenance, Provenance, hit_ke
 from ...refs import ChunkRef, KnowledgeRef, encode_ref
 from ...validation import check_int, check_name, check_number
 from ..base import Step, changed
-from ..retriever.lexical import RRF_K
+from ..retriever.lexical import RRF_K, ranked
 from ..trace import KnowledgeTrace
-from ..types import CHUNK_RELEVANCE, QUERY_VECTOR, StepContext, StepInput, StepOutput
+from ..types import CHUNK_RANKING, CHUNK_RELEVANCE, QUERY_VECTOR, StepContext, StepInput, StepOutput
 from .entity_match import match_entities, nearest_entities
 from .records import Expansion, ExpansionReason
 from .joint import GRAPH_WEIGHT, Pool, graph_pool, joint_pool, shortfall
@@ -240,10 +240,13 @@ class ExpandRelationsStep(Step):
         weight = GRAPH_WEIGHT if self.graph_weight is None else self.graph_weight
         if chunk_scores is None or not self.competes:
             return graph_pool(index, found, chunk_scores, weight=weight)
+        head = context.extras.get(CHUNK_RANKING)
+        if not callable(head):  # a producer that leaves relevance but no ranking: rank it here
+            head = lambda top: ranked(chunk_scores, None, top=top)  # noqa: E731
         codes = [index.code.get(encode_ref(ChunkRef(h.source.id, h.chunk_id))) for h in evidence]
         taken = index.row_of_code[np.array([c for c in codes if c is not None], dtype=np.int64)]
-        # rows a filter or view hides score 0 in chunk_scores; the slack covers rows already taken by key
-        return joint_pool(index, found, chunk_scores, taken[taken >= 0], room=self.limit + len(evidence), weight=weight)
+        # a filter or view hides rows from the ranking already
+        return joint_pool(index, found, chunk_scores, taken[taken >= 0], head, room=self.limit, weight=weight)
 
     def _hydrate(self, binding: Any, index, view, found, pool: Pool, evidence: list[EvidenceHit]):
         taken = {hit_key(h) for h in evidence}

@@ -14,10 +14,14 @@ from ...hits import Provenance, SourceScore
 from ...validation import check_int, check_name
 from ..base import Step, changed
 from ..filters import filter_mask, members_mask, unknown_field_warnings
-from ..types import CHUNK_RELEVANCE, QUERY_VECTOR, StepContext, StepInput, StepOutput
+from ..types import CHUNK_RANKING, CHUNK_RELEVANCE, QUERY_VECTOR, StepContext, StepInput, StepOutput
 from .lexical import RRF_K, BM25Leg, Leg, fusion_depth, ranked, ranks_of, rrf, top_order
 
-__all__ = ["RetrieveStep", "retrieve"]
+__all__ = ["RetrieveStep", "retrieve", "HEAD_SLACK"]
+
+#: rows ranked past the limit and kept for a later step (``CHUNK_RANKING``: expand_relations' default limit is 20):
+#: the partial sort costs the same
+HEAD_SLACK = 50
 
 
 @dataclass(frozen=True, repr=False)
@@ -63,16 +67,21 @@ class RetrieveStep(Step):
                     warnings.append(message)
                 scores = leg.scores(state, planned.query)
                 groups.append((planned, leg, scores, mask))
-        if len(groups) == 1:  # one ranking: only its head is needed
+        n = len(state.chunks)
+        if len(groups) == 1:  # one ranking: only its head is needed (a little deeper than the hits, for a later step)
             planned, leg, scores, mask = groups[0]
-            hits = self._single((planned, leg, ranked(scores, mask, top=self.limit), scores), context)
+            head = ranked(scores, mask, top=self.limit + HEAD_SLACK)
+            hits = self._single((planned, leg, head[:self.limit], scores), context)
+            deeper = lambda top: head[:top] if top <= len(head) or len(head) < self.limit + HEAD_SLACK else \
+                ranked(scores, mask, top=top)  # noqa: E731
         else:
             hits = self._fused(groups, context)
+            deeper = lambda top: ranked(_relevance(groups, n), None, top=top)  # noqa: E731
         if isinstance(context.extras, dict):
             # computed only if a later step asks (expand_relations): the multi-leg case ranks every leg in full,
             # which a plain retrieve never needs
-            n = len(state.chunks)
             context.extras[CHUNK_RELEVANCE] = lambda: _relevance(groups, n)
+            context.extras[CHUNK_RANKING] = deeper
             dense = next((leg for leg in self.legs if callable(getattr(leg, "query_unit", None))), None)
             if dense is not None:  # the request's own query, as expand_relations' name matching uses
                 query = context.request.query
