@@ -289,7 +289,8 @@ def repacked(kb: Any, model: Any, question: str, detail: str) -> list[str]:
     same model, only the batch neighbours change (offline model v4 scores each finding on its own, v5 with the
     corpus idf every unit carries, as the step attaches it, so this agrees fully; v3's map, BM25 with idf over
     the batch, did not)."""
-    from crux_nb.retrieval.globalsearch import BATCH_BUDGET, candidates, corpus_statistics, reduce, resolve, select_detail
+    from crux_nb.retrieval.globalsearch import (BATCH_BUDGET, candidates, corpus_statistics, reduce, resolve,
+                                                select_detail)
 
     corpus = corpus_statistics(kb.state, kb.communities.visible_sources(), question)
     units = list(resolve(kb.communities, wait=True).units)
@@ -771,7 +772,8 @@ def run(*, small: bool, out_path: Path, sweep: bool) -> str:
               "Scan all mapped again with its batches packed in reverse (level, id) order: the same reports, the "
               "same offline model, only which reports share a batch changes. overlap@10 with the original scan all "
               "is the most any selection can expect to keep. Offline model v4 scores each finding on its own "
-              "(`match_scores`), v5 with the corpus idf every unit carries, so it should be 1.000; v3's map (BM25 with idf over the batch's statements, "
+              "(`match_scores`), v5 with the corpus idf every unit carries, so it should be 1.000; "
+              "v3's map (BM25 with idf over the batch's statements, "
               "`OfflineModel(map_score='batch-bm25')`) kept 0.83 / 0.77 on the GraphRAG index.", "",
               markdown_table(["tree", "detail", "overlap@10, scan all re-packed"], floor, align=["l", "l", "r"]), ""]
     s = kb.summary()

@@ -107,7 +107,8 @@ def report(frame: pd.DataFrame) -> str:
             "unanswerable questions at or above it (of 10).", "",
             markdown_table(["scan", "detail", "scorer", "threshold", *corpora, "all (of 30 / 30)"], rows), ""]
     per = frame[(frame["scan"] == "all") & (frame["detail"] == "detailed")]
-    wide = per.pivot_table(index=["corpus", "kind", "question", "absent"], columns="scorer", values="best").reset_index()
+    wide = per.pivot_table(index=["corpus", "kind", "question", "absent"], columns="scorer",
+                           values="best").reset_index()
     out += ["## Per question (scan all, detailed)", "",
             markdown_table(["corpus", "kind", "question", "absent terms", "match", "idf"],
                            [[r.corpus, r.kind, r.question, r.absent, f"{r.match:.3f}", f"{r.idf:.3f}"]

@@ -53,7 +53,8 @@ def sample():
 def _run(kb, question, **options):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        result = kb.recipe(steps=[global_search(model=OfflineModel(), limit=10, **options)]).retrieve_with_trace(question)
+        step = global_search(model=OfflineModel(), limit=10, **options)
+        result = kb.recipe(steps=[step]).retrieve_with_trace(question)
     return result, [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
 
 
@@ -113,7 +114,8 @@ def test_rare_terms_weigh_more_and_an_absent_term_counts_against_every_finding()
         out = OfflineModel().map_findings(question, [{**u, "corpus": corpus} for u in units])["findings"]
         return {f["finding_ids"][0]: f["score"] for f in out}
 
-    plain = {f["finding_ids"][0]: f["score"] for f in OfflineModel(map_score="match").map_findings(q, units)["findings"]}
+    plain = {f["finding_ids"][0]: f["score"]
+             for f in OfflineModel(map_score="match").map_findings(q, units)["findings"]}
     weighted = score(q, stats)
     assert plain["c:f1"] >= plain["c:f2"] * 0.5  # without idf the common words carry the version note far
     assert weighted["c:f2"] > 3 * weighted["c:f1"]  # with idf the rare words decide

@@ -97,7 +97,8 @@ def header_html(data: CoverageData) -> str:
     return (f'{STYLE}{COVERAGE_STYLE}<div class="crux crux-coverage-part crux-header">'
             f'<div class="crux-title">{esc(title)}</div><div>{badge}</div>'
             f'<div class="crux-basis"><b>coverage {esc(data.coverage)}</b>: {esc(data.coverage_basis)}</div>'
-            f'{support_html(data.support)}<div class="crux-generations crux-muted">{esc(_plural(len(data.generations), "generation"))}: '
+            f'{support_html(data.support)}'
+            f'<div class="crux-generations crux-muted">{esc(_plural(len(data.generations), "generation"))}: '
             f'<span class="crux-ref">{esc(gens)}</span></div>{warn}</div>')
 
 

@@ -183,9 +183,7 @@ class GlobalSearchStep(Step):
         preflight = Preflight(len(sel.selected), len(sel.batches), sum(b.input_chars for b in sel.batches),
                               len(sel.batches), sel.freshness.coverage, sel.detail, self.scan)
         _admit(context, preflight, self.max_calls)
-        surface = context.communities
-        state = surface.kb.state
-        corpus = corpus_statistics(state, surface.visible_sources(state), query)
+        corpus = corpus_statistics(context.state, context.communities.visible_sources(context.state), query)
         outputs = self._map(query, sel.batches, corpus, log, context.concurrency, context.executor)
         cands = [c for out in outputs for c in candidates(out)]
         cited: dict[str, tuple[str, ...]] = {}
