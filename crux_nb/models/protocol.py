@@ -45,6 +45,7 @@ __all__ = [
     "CommunityInput",
     "ReportOutput",
     "UnitInput",
+    "CorpusStatistics",
     "MapOutput",
     "RateOutput",
     "ExtractOutput",
