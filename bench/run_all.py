@@ -36,6 +36,8 @@ BENCHMARKS = [
     ("hierarchical clustering vs graspologic-native", "clustering.py", "clustering"),
     ("extraction recall and report grounding", "models_quality.py", "models_quality"),
     ("global search: scan all vs adaptive (Christmas Carol)", "global_search.py", "global_search"),
+    ("global search support: questions a corpus answers vs cannot (sample, Carol, Python docs)",
+     "global_support.py", "global_support"),
     ("GraphRAG import and global-search cost", "graphrag_import.py", "graphrag_import"),
     ("scale: 20,000-chunk pipeline and 1M-edge memory", "scale.py", "scale"),
     ("dense and hybrid retrieval: latency, memory, Recall@5 on multi-hop samples", "dense.py", "dense"),

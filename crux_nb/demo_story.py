@@ -111,7 +111,8 @@ def global_searches(kb: Any, say: Say) -> str:
         rows.append({"scan": scan, "coverage": knowledge.coverage,
                      "reports mapped": f"{knowledge.processed['reports']} of {knowledge.available['reports']}",
                      "model calls": len(knowledge.calls), "input chars": usage["input_chars"],
-                     "findings": len(result.hits)})
+                     "findings": len(result.hits),
+                     "support": f"{knowledge.support['status']} ({knowledge.support['best'] or 0:.2f})"})
         results[scan] = result
     say(table(pd.DataFrame(rows)))
     base = {hit.content for hit in results["all"].hits}

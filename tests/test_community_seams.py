@@ -10,7 +10,7 @@ from crux_nb.community import (LEAF_BUDGET, Community, CommunityGraph, cluster_g
 from crux_nb.datasets import sample_later_path, sample_path
 from crux_nb.errors import ParameterError
 from crux_nb.models import OfflineModel
-from crux_nb.retrieval.globalsearch import BATCH_BUDGET, candidates, reduce, resolve, select_detail
+from crux_nb.retrieval.globalsearch import BATCH_BUDGET, candidates, corpus_statistics, reduce, resolve, select_detail
 
 from test_communities import TEXTS
 
@@ -129,7 +129,9 @@ def test_global_search_stages_reproduce_the_step_in_other_batches():
             if batches[-1] and sum(x.chars for x in batches[-1]) + u.chars > BATCH_BUDGET:
                 batches.append([])
             batches[-1].append(u)
-        cands = [c for b in batches for c in candidates(model.map_findings(question, [u.payload() for u in b]))]
+        corpus = corpus_statistics(kb.state, None, question)  # the same statistics on every unit of every batch
+        cands = [c for b in batches
+                 for c in candidates(model.map_findings(question, [{**u.payload(), "corpus": corpus} for u in b]))]
         hits = reduce(cands, units, namespace=kb.namespace, limit=10)
         step = kb.recipe(steps=[crux_nb.global_search(model=model, detail=detail, limit=10)]).retrieve(question)
         assert [(h.content, h.score, h.citation.finding_target) for h in hits] == \

@@ -14,12 +14,12 @@ It is honest about being extractive: nothing it writes is invented.
   Parent reports use only their children's findings: statements copied, evidence
   the union of the evidence of the findings that share that statement.
 * ``map_findings`` — each finding statement scored on its own against the query
-  (:func:`crux_nb.models.text.match_scores`: the share of the query's terms it names,
-  BM25-saturated and length-normalised against a fixed length, 0..100): one finding per
-  distinct statement with a positive score, ordered by score (desc) then first finding id.
-  A finding's score does not depend on which reports share its batch (until version 3 it
-  was BM25 with idf over the batch, so scan all and an adaptive scan, which batch different
-  reports together, scored the same finding differently).
+  (:mod:`crux_nb.models.offline_map`: the share of the query's terms it names, 0..100, each
+  term weighted by its idf over the whole searched corpus, from the ``"corpus"`` statistics
+  ``global_search`` attaches to every unit, so "3.12" weighs more than "python" in Python's docs
+  and a term the corpus never names counts against every finding): one finding per distinct
+  statement with a positive score. A finding's score does not depend on which reports share its
+  batch (version 3's batch BM25 did); version 4 had no idf (``map_score="match"``).
 * ``rate`` — every report (title + summary + any finding statements), in input
   order: by default the calibrated rating of :mod:`crux_nb.models.rating`
   (normalised against what the query can achieve, so one threshold serves short
@@ -45,12 +45,12 @@ from .text import (
     BM25,
     Span,
     cosine_matrix,
-    match_scores,
     normalize_ws,
     pagerank,
     sentence_spans,
     terms,
 )
+from .offline_map import map_output
 from .rating import calibrated_ratings
 from .validation import REPORT_LIMITS
 
@@ -58,12 +58,13 @@ __all__ = ["OfflineModel", "OFFLINE_MODEL_VERSION"]
 
 OFFLINE_MODEL_VERSION = "5"  # 2: cleaner entity graph (offline_names); 3: whole sources, common nouns, concepts;
 #                              4: batch-independent map scores (match_scores); 5: technical text (identifiers,
-#                              markup noise, types from context, acronyms only by definition)
+#                              markup noise, types from context, acronyms only by definition) and map scores
+#                              weighted by the corpus idf the units carry, dotted numbers one term
 #: Chunk text per ``extract`` call that ``kb.extract_entities`` uses for this model by default: a whole source
 #: (the rules count how a word is written across the input, so a larger input is better evidence).
 EXTRACT_BATCH_CHARS = 2_000_000
 EXTRACTORS = ("rules", "spacy")
-MAP_SCORES = ("match", "batch-bm25")
+MAP_SCORES = ("idf", "match", "batch-bm25")
 _CLAUSE_END = re.compile(r"[;:,—]\s|--")
 
 
@@ -94,9 +95,10 @@ class OfflineModel:
         min_terms: content words a sentence needs to be preferred as a finding (default 6).
         rating: how ``rate`` scores reports: ``"calibrated"`` (default, see
             :mod:`crux_nb.models.rating`) or ``"bm25"`` (BM25 scaled, idf over the rated batch).
-        map_score: how ``map_findings`` scores findings: ``"match"`` (default, each statement on its own,
-            :func:`~crux_nb.models.text.match_scores`) or ``"batch-bm25"`` (version 3's BM25 with idf over
-            the batch's statements, which depends on the batch; kept for comparison).
+        map_score: how ``map_findings`` scores findings: ``"idf"`` (default, each statement on its own,
+            :func:`~crux_nb.models.offline_map.match_scores`, query terms weighted by the corpus idf the units
+            carry), ``"match"`` (version 4: the same without idf) or ``"batch-bm25"`` (version 3's BM25 with
+            idf over the batch's statements, which depends on the batch; kept for comparison).
         extractor: ``"rules"`` (default: capitalisation rules, no dependencies) or ``"spacy"``
             (spaCy's small English NER, the optional ``nlp`` extra; see
             :mod:`crux_nb.models.offline_spacy`). Both clean and fold names the same way.
@@ -129,7 +131,7 @@ class OfflineModel:
     concept_min_chunks: int = 3
     min_terms: int = 6
     rating: str = "calibrated"
-    map_score: str = "match"
+    map_score: str = "idf"
     extractor: str = "rules"
     fingerprint: str = field(init=False)
     extract_batch_chars: ClassVar[int] = EXTRACT_BATCH_CHARS
@@ -150,7 +152,7 @@ class OfflineModel:
         if self.rating not in ("calibrated", "bm25"):
             raise ParameterError(owner, "rating", "'calibrated' or 'bm25'", self.rating)
         if self.map_score not in MAP_SCORES:
-            raise ParameterError(owner, "map_score", "'match' or 'batch-bm25'", self.map_score)
+            raise ParameterError(owner, "map_score", "'idf', 'match' or 'batch-bm25'", self.map_score)
         if self.extractor not in EXTRACTORS:
             raise ParameterError(owner, "extractor", "one of 'rules', 'spacy'", self.extractor)
         identity = {"name": self.name, "version": OFFLINE_MODEL_VERSION, "options": self.options()}
@@ -174,7 +176,7 @@ class OfflineModel:
             "concept_min_chunks": self.concept_min_chunks,
             "min_terms": self.min_terms,
             **({"extractor": self.extractor} if self.extractor != "rules" else {}),  # rules: fingerprints as before
-            **({"map_score": self.map_score} if self.map_score != "match" else {}),
+            **({"map_score": self.map_score} if self.map_score != "idf" else {}),
         }
         return options if self.rating == "calibrated" else {**options, "rating": self.rating}
 
@@ -339,30 +341,25 @@ class OfflineModel:
 
     # ------------------------------------------------------------- map and rate
     def map_findings(self, query: str, units: list[dict[str, Any]], *, repair: list[dict[str, str]] | None = None) -> dict[str, Any]:
-        """Findings relevant to ``query``, each statement scored on its own (:func:`match_scores`), zero omitted.
+        """Findings relevant to ``query``, each statement scored on its own, zero omitted (see
+        :func:`~crux_nb.models.offline_map.map_output`).
+
+        With ``map_score="idf"`` the query's terms are weighted by the idf of the ``"corpus"`` statistics the
+        units carry (the first unit's: a search gives every unit the same); without them every term weighs 1.
 
         >>> unit = {"community_id": "c1", "level": 0, "title": "Gateway", "summary": "",
         ...         "findings": [{"id": "c1:f1", "statement": "Platform owns the Ingest Gateway."},
         ...                      {"id": "c1:f2", "statement": "Lunch is at noon."}]}
         >>> [f["finding_ids"] for f in OfflineModel().map_findings("Who owns the gateway?", [unit])["findings"]]
         [['c1:f1']]
+        >>> question = "Who owns the gateway in version 3.12?"  # the finding names 2 of its 4 terms
+        >>> [f["score"] for f in OfflineModel().map_findings(question, [unit])["findings"]]
+        [68.75]
+        >>> unit["corpus"] = {"documents": 50, "df": {"gateway": 2, "own": 40, "version": 30}}  # no "3.12"
+        >>> [f["score"] for f in OfflineModel().map_findings(question, [unit])["findings"]]
+        [53.23]
         """
-        ids_by_statement: dict[str, list[str]] = {}
-        for unit in units:
-            for finding in unit.get("findings") or ():
-                statement = str(finding.get("statement") or "")
-                if statement.strip():
-                    ids_by_statement.setdefault(statement, []).append(str(finding["id"]))
-        statements = list(ids_by_statement)
-        docs = [terms(s) for s in statements]
-        scores = match_scores(terms(query), docs) if self.map_score == "match" else BM25(docs).scaled(terms(query))
-        out = [
-            {"statement": s, "finding_ids": sorted(ids_by_statement[s]), "score": score}
-            for s, score in zip(statements, scores)
-            if score > 0
-        ]
-        out.sort(key=lambda f: (-f["score"], f["finding_ids"][0]))
-        return {"findings": out}
+        return map_output(query, units, self.map_score)
 
     def rate(self, query: str, reports: list[dict[str, Any]], *, repair: list[dict[str, str]] | None = None) -> dict[str, Any]:
         """A rating 0..100 per report (title + summary + finding statements), input order (see ``rating``).

@@ -17,7 +17,8 @@ Inputs (chunk ids and refs are opaque strings such as ``chunk:doc.md:c0003``)::
                                  "children": [{"community_id", "title", "summary",
                                    "findings": [{"id", "statement", "evidence"}]}]}  # parent
     map_findings(query, units) units   = [{"community_id", "level", "title", "summary",
-                                 "findings": [{"id", "statement"}]}]
+                                 "findings": [{"id", "statement"}],
+                                 "corpus"?: {"documents", "df": {term: n}}}]  # data; may be ignored
     rate(query, reports)       reports = [{"community_id", "title", "summary",
                                  "findings": [{"id", "statement"}]}]
 
@@ -44,6 +45,7 @@ __all__ = [
     "CommunityInput",
     "ReportOutput",
     "UnitInput",
+    "CorpusStatistics",
     "MapOutput",
     "RateOutput",
     "ExtractOutput",
@@ -108,14 +110,23 @@ class CommunityInput(TypedDict):
     children: list[_ChildReport]
 
 
+class CorpusStatistics(TypedDict):
+    """The searched corpus' chunk count and each query term's document frequency (``global_search`` gives
+    every map unit the same; a model may weigh query terms by them or ignore them)."""
+
+    documents: int
+    df: dict[str, int]
+
+
 class UnitInput(TypedDict):
-    """A report unit for ``map_findings`` (``rate`` takes the same without ``level``)."""
+    """A report unit for ``map_findings`` (``rate`` takes the same without ``level`` and ``corpus``)."""
 
     community_id: str
     level: NotRequired[int]
     title: str
     summary: str
     findings: list[_FindingInput]
+    corpus: NotRequired[CorpusStatistics]
 
 
 class _ReportFinding(TypedDict):

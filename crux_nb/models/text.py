@@ -26,9 +26,9 @@ __all__ = [
     "Span",
     "sentence_spans",
     "terms",
+    "term_forms",
     "stem",
     "BM25",
-    "match_scores",
     "pagerank",
     "cosine_matrix",
     "normalize_ws",
@@ -107,6 +107,8 @@ _MD_STRUCTURE = re.compile(r"^\s{0,3}(#{1,6}\s|[-*+]\s|\d{1,3}[.)]\s|>|\|)")
 _MD_MARKER = re.compile(r"^\s*(?:#{1,6}\s+|[-*+]\s+(?:\[[ xX]\]\s+)?|\d{1,3}[.)]\s+|>\s*)")
 _BLOCK_SPLIT = re.compile(r"\n[ \t]*\n")
 _WORD = re.compile(r"[^\W_][\w'’-]*")
+# a dotted number (a version, a section) is one term: "3.12" is not "3" and "12", which every text has
+_WORD_NUMBERS = re.compile(r"\d+(?:\.\d+)+|[^\W_][\w'’-]*")
 _WS = re.compile(r"\s+")
 
 
@@ -222,16 +224,40 @@ def stem(word: str) -> str:
     return w
 
 
-def terms(text: str) -> list[str]:
-    """Lowercase, stop-word-free, stemmed word terms of ``text`` (in order, with repeats)."""
+def terms(text: str, *, whole_numbers: bool = False) -> list[str]:
+    """Lowercase, stop-word-free, stemmed word terms of ``text`` (in order, with repeats).
+
+    ``whole_numbers`` keeps a dotted number whole (the map scorer's terms: a question about version
+    ``3.12`` asks for ``3.12``, not for any ``3`` and any ``12``).
+
+    >>> terms("Changed in Python 3.12"), terms("Changed in Python 3.12", whole_numbers=True)
+    (['chang', 'python', '3', '12'], ['chang', 'python', '3.12'])
+    """
     out = []
-    for m in _WORD.finditer(text):
+    for m in (_WORD_NUMBERS if whole_numbers else _WORD).finditer(text):
         word = m.group().lower().replace("’", "'").strip("'-")
         if word.endswith("'s"):
             word = word[:-2]
         if not word or word in STOP_WORDS:
             continue
         out.append(stem(word))
+    return out
+
+
+def term_forms(text: str, *, whole_numbers: bool = False) -> list[tuple[str, str]]:
+    """``(term, word as written)`` for each term :func:`terms` finds in ``text`` (to name a term to a reader).
+
+    >>> term_forms("Changes in 3.12?", whole_numbers=True)
+    [('chang', 'Changes'), ('3.12', '3.12')]
+    """
+    out = []
+    for m in (_WORD_NUMBERS if whole_numbers else _WORD).finditer(text):
+        written = m.group().replace("’", "'").strip("'-")
+        word = written.lower()
+        if word.endswith("'s"):
+            word, written = word[:-2], written[:-2]
+        if word and word not in STOP_WORDS:
+            out.append((stem(word), written))
     return out
 
 
@@ -278,38 +304,6 @@ class BM25:
         if reference <= 0:
             return [0.0] * self.n
         return [round(min(100.0, 100.0 * self.score(query, i) / reference), 2) for i in range(self.n)]
-
-
-#: The reference length (terms) of :func:`match_scores`' length normalisation: a finding sentence of about a
-#: dozen content words (a fixed constant, so that a score never depends on the other documents scored with it).
-MATCH_LENGTH = 12.0
-
-
-def match_scores(query: Sequence[str], docs: Sequence[Sequence[str]], *, k1: float = 1.2, b: float = 0.75,
-                 length: float = MATCH_LENGTH) -> list[float]:
-    """Each document's share of the query it matches, 0..100, scored on its own (no collection statistics).
-
-    The score of a document is the mean, over the distinct query terms, of BM25's saturated term frequency
-    ``tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / length))`` (0 for an absent term), times 100, capped at 100
-    and rounded to 2 decimals: a document of ``length`` terms naming every query term once scores 100, one
-    naming half of them about 50. Unlike :meth:`BM25.scaled` there is no idf, so a document's score does not
-    depend on which other documents are scored with it (a map batch's neighbours cannot move it).
-
-    >>> match_scores(terms("Who owns the gateway?"), [terms("Platform owns the Ingest Gateway."), terms("Lunch.")])
-    [100.0, 0.0]
-    >>> match_scores(["marley", "chain"], [["marley"]]) == match_scores(["marley", "chain"], [["marley"], ["chain"]])[:1]
-    True
-    """
-    distinct = list(dict.fromkeys(query))
-    if not distinct:
-        return [0.0] * len(docs)
-    out = []
-    for doc in docs:
-        counts = Counter(doc)
-        norm = k1 * (1.0 - b + b * len(doc) / length)
-        total = sum(counts[t] * (k1 + 1.0) / (counts[t] + norm) for t in distinct if counts[t])
-        out.append(round(min(100.0, 100.0 * total / len(distinct)), 2))
-    return out
 
 
 def cosine_matrix(docs: Sequence[Sequence[str]]) -> np.ndarray:

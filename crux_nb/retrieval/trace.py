@@ -178,6 +178,9 @@ class KnowledgeTrace:
     preflight: Mapping[str, int] | None = None
     truncations: tuple[Any, ...] = ()
     calls: Any = None
+    #: whether the corpus answers the question: {"status": "strong" | "weak" | "none", "best", "threshold",
+    #: "absent_terms"} (global search; see :func:`crux_nb.retrieval.globalsearch.support.support`)
+    support: Mapping[str, Any] | None = None
 
     def __repr__(self) -> str:
         return (f"KnowledgeTrace(contributor={self.contributor!r}, coverage={self.coverage!r}, "

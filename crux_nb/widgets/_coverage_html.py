@@ -31,6 +31,7 @@ COVERAGE_STYLE = """<style>
 .crux .crux-cards{display:flex;flex-wrap:wrap;gap:8px 28px;align-items:flex-start}
 .crux .crux-card .crux-title{font-size:12px;color:#374151}
 .crux .crux-basis{margin:0 0 4px}
+.crux .crux-support-weak,.crux .crux-support-none{color:#9a3412}
 .crux .crux-bar{display:inline-block;height:8px;background:#e5e7eb;width:80px;vertical-align:middle;border-radius:2px}
 .crux .crux-bar>span{display:block;height:8px;background:#16a34a;border-radius:2px}
 .crux td.crux-mismatch{background:#fff7ed;color:#9a3412;font-weight:600}
@@ -71,7 +72,7 @@ def coverage_svg(data: CoverageData, selected: CoverageFinding | None = None) ->
     --------
     >>> import crux_nb; from crux_nb.widgets import coverage_data
     >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
-    >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+    >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel(), detail="overview")
     >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
     >>> svg = coverage_svg(coverage_data(result))
     >>> svg.startswith("<svg"), svg.count('data-status="mapped"'), svg.count('data-status="unread"')
@@ -96,8 +97,26 @@ def header_html(data: CoverageData) -> str:
     return (f'{STYLE}{COVERAGE_STYLE}<div class="crux crux-coverage-part crux-header">'
             f'<div class="crux-title">{esc(title)}</div><div>{badge}</div>'
             f'<div class="crux-basis"><b>coverage {esc(data.coverage)}</b>: {esc(data.coverage_basis)}</div>'
+            f'{support_html(data.support)}'
             f'<div class="crux-generations crux-muted">{esc(_plural(len(data.generations), "generation"))}: '
             f'<span class="crux-ref">{esc(gens)}</span></div>{warn}</div>')
+
+
+def support_html(support: Any) -> str:
+    """One line: whether the corpus answers the question (the trace's support status), or nothing.
+
+    >>> support_html({"status": "weak", "best": 0.2, "threshold": 0.25, "absent_terms": ["3.12"]})
+    '<div class="crux-support crux-support-weak"><b>support weak</b>: best finding 0.20 (threshold 0.25); not in the corpus: &#x27;3.12&#x27;</div>'
+    """
+    if not support:
+        return ""
+    status, best = str(support.get("status")), support.get("best")
+    text = "no finding" if best is None else f"best finding {float(best):.2f}"
+    text += f" (threshold {float(support.get('threshold', 0)):g})"
+    absent = support.get("absent_terms") or ()
+    if absent:
+        text += "; not in the corpus: " + ", ".join(repr(str(t)) for t in absent)
+    return f'<div class="crux-support crux-support-{esc(status)}"><b>support {esc(status)}</b>: {esc(text)}</div>'
 
 
 def _processed_table(data: CoverageData) -> str:
@@ -309,7 +328,7 @@ def coverage_html(result: Any, *, kb: Any = None, selected: str | None = None) -
     --------
     >>> import crux_nb; from crux_nb.widgets import coverage_html
     >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
-    >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+    >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel(), detail="overview")
     >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
     >>> html = coverage_html(result, kb=kb)
     >>> html.startswith('<div class="crux-coverage crux-coverage-static">'), "The Platform team runs Atlas." in html

@@ -189,7 +189,7 @@ def coverage_data(result: Any, *, kb: Any = None) -> CoverageData:
     --------
     >>> import crux_nb
     >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
-    >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+    >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel(), detail="overview")
     >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
     >>> data = coverage_data(result, kb=kb)
     >>> data.step_id, data.query, [f.statement for f in data.findings]
@@ -255,4 +255,5 @@ def coverage_data(result: Any, *, kb: Any = None) -> CoverageData:
         mapped=tuple(map(str, details.get("selected", ()) or ())), threshold=threshold, ratings=ratings,
         rating_calls=rating_calls, budget_chars=budget, spent_chars=spent, fallback=fallback, findings=tuple(findings), has_hits=has_hits, texts=chunk_texts(kb, refs),
         kb_given=kb is not None, others=_others(kb, excluded, generations),
-        warnings=tuple(map(str, _get(step, "warnings", ()) or ())))
+        warnings=tuple(map(str, _get(step, "warnings", ()) or ())),
+        support=None if _get(k, "support") is None else dict(_get(k, "support")))

@@ -289,7 +289,8 @@ def test_any_text_gives_valid_grounded_output(texts):
 
 
 def test_map_score_does_not_depend_on_the_batch():
-    """A finding's map score is the same whichever reports share its batch (v4); v3's batch idf was not."""
+    """A finding's map score is the same whichever reports share its batch (v4, v5 with the corpus idf); v3's
+    batch idf was not."""
     a = {"community_id": "a", "level": 0, "title": "A", "summary": "",
          "findings": [{"id": "a:f1", "statement": "Marley wears the chain he forged in life."},
                       {"id": "a:f2", "statement": "Scrooge sees the ghost of Marley at his door."}]}
@@ -303,6 +304,13 @@ def test_map_score_does_not_depend_on_the_batch():
 
     alone, together = scores(OfflineModel(), [a]), scores(OfflineModel(), [a, b])
     assert alone and alone == {k: v for k, v in together.items() if k.startswith("a:")}
+    # v5: weighted by the corpus idf every unit carries (the searched corpus', not the batch's): still independent
+    corpus = {"documents": 160, "df": {"marley": 40, "ghost": 70, "wear": 3, "chain": 12}}
+    a_idf, b_idf = {**a, "corpus": corpus}, {**b, "corpus": corpus}
+    alone_idf, together_idf = scores(OfflineModel(), [a_idf]), scores(OfflineModel(), [a_idf, b_idf])
+    assert alone_idf and alone_idf == {k: v for k, v in together_idf.items() if k.startswith("a:")}
+    assert scores(OfflineModel(), [b_idf, a_idf]) == together_idf  # nor on the order of the batch
+    assert alone_idf != alone  # the idf moved the scores: "wear" (3 chunks) outweighs "ghost" (70)
     old_alone, old_together = scores(OfflineModel(map_score="batch-bm25"), [a]), scores(OfflineModel(map_score="batch-bm25"), [a, b])
     assert old_alone != {k: v for k, v in old_together.items() if k.startswith("a:")}  # the batch moved v3's scores
     assert OfflineModel(map_score="batch-bm25").fingerprint != OfflineModel().fingerprint

@@ -4,11 +4,14 @@ Run order: reject request filters; resolve freshness (exact, compensated,
 raw-fallback, materialization-wait); resolve detail; select units (all, or a
 model-rated adaptive descent); pack batches under 24,000 characters; preflight
 and admission (the 32-call ceiling or the request's ``admit`` hook); one map
-call per batch with one repair; a deterministic reduce to finding hits.
+call per batch with one repair, every unit carrying the corpus' statistics of the
+query's terms (``support``); a deterministic reduce to finding hits; the support
+status of the best finding (a warning when the corpus may not answer).
 """
 
 from __future__ import annotations
 
+import warnings as _warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -22,6 +25,7 @@ from ..types import StepContext, StepInput, StepOutput
 from .descent import (BUDGET, FALLBACK, FALLBACKS, MAX_CALLS, THRESHOLD, AdaptiveTrace, Batch, budget_chars, descend,
                       finding_prior, pack, prompt_id, report_prior)
 from .mapreduce import candidates, reduce
+from .support import MIN_SUPPORT, absent_terms, corpus_statistics, support, support_warning
 from ...community import Report
 from .units import Freshness, auto_detail, resolve, select_detail
 
@@ -88,6 +92,7 @@ class GlobalSearchStep(Step):
     budget: float | int | None = BUDGET
     fallback: str = FALLBACK
     prior: str = PRIOR
+    min_support: float = MIN_SUPPORT
     id: str = "global-search"
     kind: str = "global-search"
     phase: tuple[str, str] = ("queries", "hits")
@@ -95,7 +100,7 @@ class GlobalSearchStep(Step):
     factory = "global_search"
     #: parameters beyond the core four, with their defaults; repr and to_dict() show them when changed
     DEFAULTS = {"threshold": THRESHOLD, "max_calls": MAX_CALLS, "budget": BUDGET, "fallback": FALLBACK,
-                "prior": PRIOR, "id": "global-search"}
+                "prior": PRIOR, "min_support": MIN_SUPPORT, "id": "global-search"}
 
     def __post_init__(self) -> None:
         owner = "global_search()"
@@ -107,6 +112,7 @@ class GlobalSearchStep(Step):
             raise ParameterError(owner, "detail", "'auto', 'overview' or 'detailed'", self.detail)
         object.__setattr__(self, "limit", check_int(owner, "limit", self.limit, minimum=1))
         check_number(owner, "threshold", self.threshold, minimum=0, maximum=100)
+        check_number(owner, "min_support", self.min_support, minimum=0, maximum=1)
         object.__setattr__(self, "max_calls", check_int(owner, "max_calls", self.max_calls, minimum=0))
         check_name(owner, "id", self.id)
         b = self.budget
@@ -177,28 +183,38 @@ class GlobalSearchStep(Step):
         preflight = Preflight(len(sel.selected), len(sel.batches), sum(b.input_chars for b in sel.batches),
                               len(sel.batches), sel.freshness.coverage, sel.detail, self.scan)
         _admit(context, preflight, self.max_calls)
-        outputs = self._map(query, sel.batches, log, context.concurrency, context.executor)
+        corpus = corpus_statistics(context.state, context.communities.visible_sources(context.state), query)
+        outputs = self._map(query, sel.batches, corpus, log, context.concurrency, context.executor)
         cands = [c for out in outputs for c in candidates(out)]
         cited: dict[str, tuple[str, ...]] = {}
         hits = reduce(cands, list(sel.freshness.units), namespace=context.namespace, limit=self.limit, cited=cited)
+        status = support(hits[0].score if hits else None, self.min_support, absent_terms(query, corpus))
         trace = KnowledgeTrace(
             contributor="global-search", coverage=sel.freshness.coverage, coverage_basis=sel.freshness.basis,
             generations=sel.freshness.generations, view=_view(context), scan=self.scan, detail=sel.detail,
             available={"reports": len(sel.available), "findings": sum(len(u.findings) for u in sel.available)},
             processed={"reports": len(sel.selected), "findings": sum(len(u.findings) for u in sel.selected)},
-            adaptive=sel.adaptive, preflight=preflight.to_dict(), truncations=sel.truncations, calls=log)
+            adaptive=sel.adaptive, preflight=preflight.to_dict(), truncations=sel.truncations, calls=log,
+            support=status)
         details = {"units": sel.freshness.units, "batches": sel.batches, "excluded": sel.freshness.excluded,
                    "selected": tuple(u.community_id for u in sel.selected), "cited": cited}
-        warnings = ()
+        warnings: tuple[str, ...] = ()
         if self.scan == "adaptive" and sel.available and not sel.selected:
             warnings = (f"global_search adaptive scan selected none of {len(sel.available)} {sel.detail} reports "
                         f"(fallback={self.fallback!r}, budget={self.budget!r}).",)
+        weak = support_warning(status)
+        if weak is not None:  # kb.recipe().retrieve() returns hits only: say it out loud too
+            warnings += (weak,)
+            _warnings.warn(weak, UserWarning, stacklevel=2)
         return StepOutput(hits=tuple(hits), knowledge=trace, details=details, warnings=warnings)
 
-    def _map(self, query: str, batches: tuple[Batch, ...], log: Any, concurrency: int, executor: Any) -> list[dict]:
+    def _map(self, query: str, batches: tuple[Batch, ...], corpus: dict, log: Any, concurrency: int,
+             executor: Any) -> list[dict]:
         from ...models.remote import run_calls
 
-        calls = [(self.model, "map_findings", (query, [u.payload() for u in b.units]),
+        # every unit carries the same corpus statistics (data, not a protocol change): a model may weigh the
+        # query's terms by them, and a finding's score cannot depend on its batch
+        calls = [(self.model, "map_findings", (query, [{**u.payload(), "corpus": corpus} for u in b.units]),
                   {"prompt_id": b.prompt_id,
                    "issued_ids": frozenset(f.id for u in b.units for f in u.findings)}) for b in batches]
         if executor is not None or len(batches) < 2 or concurrency < 2:  # e.g. a dask.distributed.Client
@@ -240,7 +256,8 @@ def _admit(context: StepContext, preflight: Preflight, max_calls: int) -> None:
 def global_search(*, model: Any, scan: Literal["all", "adaptive"] = "all",
                   detail: Literal["auto", "overview", "detailed"] = "auto", limit: int = 20,
                   threshold: float = THRESHOLD, max_calls: int = MAX_CALLS, budget: float | int | None = BUDGET,
-                  fallback: str = FALLBACK, prior: str = PRIOR, id: str = "global-search") -> GlobalSearchStep:
+                  fallback: str = FALLBACK, prior: str = PRIOR, min_support: float = MIN_SUPPORT,
+                  id: str = "global-search") -> GlobalSearchStep:
     """Map community reports to finding hits for a question about the whole corpus (or a view).
 
     Parameters
@@ -273,6 +290,10 @@ def global_search(*, model: Any, scan: Literal["all", "adaptive"] = "all",
         Adaptive: the cheap order among unrated communities (no model call): ``"findings"`` (default), the
         BM25 score of the report's best finding statement against the query; ``"reports"``, BM25 of the
         query against the whole report; ``"none"`` (level, then id).
+    min_support : float
+        The best finding score (0..1) a search needs for its support to be ``"strong"``; below it (or with no
+        finding) ``KnowledgeTrace.support`` says ``"weak"`` (``"none"``), names the query terms no chunk
+        holds, and the step warns that the corpus may not answer the question (default 0.25).
     id : str
         The step id in traces (default ``"global-search"``).
 
@@ -287,4 +308,5 @@ def global_search(*, model: Any, scan: Literal["all", "adaptive"] = "all",
     60
     """
     return GlobalSearchStep(model=model, scan=scan, detail=detail, limit=limit, threshold=threshold,
-                            max_calls=max_calls, budget=budget, fallback=fallback, prior=prior, id=id)
+                            max_calls=max_calls, budget=budget, fallback=fallback, prior=prior,
+                            min_support=min_support, id=id)
