@@ -69,7 +69,9 @@ class RecipeTrace:
     >>> kb.add_text("a.md", "Release planning starts in March.")
     >>> hits, trace = kb.recipe(steps=[crux_nb.retrieve(), crux_nb.expand_relations()]).retrieve_with_trace("release")
     >>> trace
-    RecipeTrace(recipe_id='docs-recipe-...', query='release', steps=[retrieve:success, expand-relations:success], results=1, warnings=0)
+    RecipeTrace(recipe_id='docs-recipe-...', query='release', steps=[retrieve:success, expand-relations:success], results=1, warnings=1)
+    >>> trace.warnings  # a step that adds fewer hits than its limit says why
+    ('expand_relations added 0 of 20 hits: 0 candidates in all; the retrieve step ranked no further chunk.',)
     """
 
     id: str
