@@ -17,7 +17,6 @@ from .knowledgebase import knowledge_base
 from .evaluation import evaluate
 from .models import OfflineModel
 from .retrieval import expand_relations, global_search, retrieve
-from .retrieval.expand import GRAPH_WEIGHT
 from .widgets import CoverageView, ExpansionView
 
 GLOBAL_QUESTION = "What changed in the launch plan?"
@@ -80,9 +79,10 @@ def expansion(kb: Any, say: Say) -> str:
     hits = hits.assign(gold=hits["ref"].isin(gold).map({True: "*", False: ""}), added=added)
     say(table(hits[["rank", "added", "ref", "gold"]]))
     view = ExpansionView(result, kb=kb)
+    weight = result.trace.step("expand-relations").details["graph_weight"]
     rows = [{"added hit": x.ref, "seed": x.seed, "path": " -> ".join(x.edges),
              "reason": ", ".join(f"{ref} ({w:.2f})" for ref, w in x.reason.entities) if x.reason else "",
-             "score": (f"relevance {x.reason.relevance:.3f} + {GRAPH_WEIGHT} x sqrt(graph {x.reason.graph:.3f})"
+             "score": (f"relevance {x.reason.relevance:.3f} + {weight} x sqrt(graph {x.reason.graph:.3f})"
                        if x.reason else "")}
             for x in view.expansions]
     say("\nadded hits: seed -> path -> reason (entities on the path with their specificity)")

@@ -9,7 +9,7 @@ import pytest
 import crux_nb
 from crux_nb.errors import ParameterError
 from crux_nb.retrieval import expand_relations, retrieve
-from crux_nb.retrieval.expand.joint import GRAPH_WEIGHT
+from crux_nb.retrieval.expand.joint import DOCUMENT_GRAPH_WEIGHT as GRAPH_WEIGHT
 from crux_nb.testing import make_kb
 
 
@@ -137,3 +137,18 @@ def test_the_expansion_view_names_the_hits_filled_from_retrieve():
     assert data.expansions == () and data.filled == tuple(str(h.ref) for h in result.hits[2:])
     html = static_html(data)
     assert "3 hits from the retrieve step's next candidates" in html and data.filled[0] in html
+
+
+def test_the_default_graph_weight_follows_the_corpus_shape():
+    from crux_nb.retrieval.expand import DOCUMENT_GRAPH_WEIGHT, PASSAGE_GRAPH_WEIGHT
+
+    passages = separate_sources()  # six sources of one chunk each
+    documents = one_source()  # a five-chunk source and a one-chunk one: 3 chunks per source
+    for kb, expected in ((passages, PASSAGE_GRAPH_WEIGHT), (documents, DOCUMENT_GRAPH_WEIGHT)):
+        trace = kb.recipe(steps=[retrieve(limit=1), expand_relations(limit=1)]).retrieve_with_trace("gateway").trace
+        assert trace.step("expand-relations").details["graph_weight"] == expected
+        explicit = kb.recipe(steps=[retrieve(limit=1), expand_relations(limit=1, graph_weight=0.5)])
+        assert explicit.retrieve_with_trace("gateway").trace.step("expand-relations").details["graph_weight"] == 0.5
+    assert PASSAGE_GRAPH_WEIGHT > DOCUMENT_GRAPH_WEIGHT
+    upstream = passages.recipe(steps=[retrieve(limit=1), expand_relations(limit=1, ranking="upstream")])
+    assert "graph_weight" not in upstream.retrieve_with_trace("gateway").trace.step("expand-relations").details

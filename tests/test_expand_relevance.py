@@ -8,7 +8,7 @@ import pytest
 
 from crux_nb.errors import ParameterError
 from crux_nb.retrieval import custom_step, expand_relations, retrieve
-from crux_nb.retrieval.expand.joint import GRAPH_WEIGHT
+from crux_nb.retrieval.expand.joint import DOCUMENT_GRAPH_WEIGHT as GRAPH_WEIGHT
 from crux_nb.retrieval.expand.step import MIN_SHARE
 from crux_nb.testing import make_kb
 

@@ -1,8 +1,9 @@
 """The ``expand_relations`` hit step (``step``), its joint candidate pool (``joint``), its records (``records``) and
 query-entity matching (``entity_match``)."""
 
-from .joint import GRAPH_WEIGHT
+from .joint import DOCUMENT_GRAPH_WEIGHT, PASSAGE_GRAPH_WEIGHT, default_graph_weight
 from .records import Expansion, ExpansionReason
 from .step import ExpandRelationsStep, expand_relations
 
-__all__ = ["Expansion", "ExpansionReason", "ExpandRelationsStep", "expand_relations", "GRAPH_WEIGHT"]
+__all__ = ["Expansion", "ExpansionReason", "ExpandRelationsStep", "expand_relations", "DOCUMENT_GRAPH_WEIGHT", "PASSAGE_GRAPH_WEIGHT",
+           "default_graph_weight"]

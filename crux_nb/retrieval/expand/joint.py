@@ -6,7 +6,8 @@ every chunk (``CHUNK_RELEVANCE``: its own score, scaled so the best visible chun
 scored in those units:
 
 * a chunk reached through an entity (its recorded route ends on a semantic edge: ``mentions``,
-  ``related``, ...) scores ``relevance + graph_weight x sqrt(graph)``, ``graph`` being the mass its paths
+  ``related``, ...) scores ``relevance + graph_weight x sqrt(graph)`` (by default 1.0 in a corpus of
+  one-chunk passages, 0.25 in one of multi-chunk documents: :func:`default_graph_weight`), ``graph`` being the mass its paths
   carry (the seed's weight times the specificity of each waypoint, HippoRAG's node specificity). The mass
   is a product of two shares (the seed's rank share and the waypoint's), so its square root is on the
   scale of one share, the scale of a relevance;
@@ -31,12 +32,29 @@ import numpy as np
 
 from ...graph.frontier_index import STRUCTURAL_TYPES
 
-__all__ = ["GRAPH_WEIGHT", "Pool", "graph_scores", "joint_pool", "graph_pool", "shortfall"]
+__all__ = ["PASSAGE_GRAPH_WEIGHT", "DOCUMENT_GRAPH_WEIGHT", "default_graph_weight", "Pool", "graph_scores",
+           "joint_pool", "graph_pool", "shortfall"]
 
-#: the weight of graph support (``sqrt(mass)``) against query relevance (0..1, the best chunk 1): measured over
-#: 0.1..1.5 on the sample, Python reference, CMake help and two multi-hop samples at both budgets, 0.25 is the one
-#: weight at which no cell lost to plain retrieve (mean +2.8 points; bench/HISTORY.md)
-GRAPH_WEIGHT = 0.25
+#: the weight of graph support (``sqrt(mass)``) against query relevance (0..1, the best chunk 1) in a corpus of
+#: one-chunk passages, where entity links are the only structure between texts and carry the multi-hop answers
+PASSAGE_GRAPH_WEIGHT = 1.0
+#: ... and in a corpus of multi-chunk documents, where most of the mass comes from a document's own structure and
+#: the identifiers it repeats, which relevance already reflects (bench/HISTORY.md: at 1.0 the technical docs lost
+#: up to 2.4 points to plain retrieve; at 0.25 the multi-hop samples gained far less)
+DOCUMENT_GRAPH_WEIGHT = 0.25
+
+
+def default_graph_weight(n_chunks: int, n_sources: int) -> float:
+    """The graph weight ``expand_relations(graph_weight=None)`` uses for a knowledge base of ``n_chunks`` chunks
+    in ``n_sources`` sources: :data:`PASSAGE_GRAPH_WEIGHT` when its sources average fewer than two chunks
+    (passages), :data:`DOCUMENT_GRAPH_WEIGHT` otherwise (documents).
+
+    >>> default_graph_weight(6119, 6119), default_graph_weight(472, 79)
+    (1.0, 0.25)
+    """
+    return PASSAGE_GRAPH_WEIGHT if n_sources and n_chunks < 2 * n_sources else DOCUMENT_GRAPH_WEIGHT
+
+
 _FAR = np.iinfo(np.int64).max
 
 
@@ -71,7 +89,7 @@ def graph_scores(index, found, chunk_scores: np.ndarray | None, weight: float) -
     return score, relevance, keep
 
 
-def graph_pool(index, found, chunk_scores: np.ndarray | None, *, weight: float = GRAPH_WEIGHT) -> Pool:
+def graph_pool(index, found, chunk_scores: np.ndarray | None, *, weight: float) -> Pool:
     """The traversal's candidates alone (``compete=False``, or no relevance from a retrieve step)."""
     score, relevance, keep = graph_scores(index, found, chunk_scores, weight)
     idx = np.flatnonzero(keep)
@@ -83,7 +101,7 @@ def graph_pool(index, found, chunk_scores: np.ndarray | None, *, weight: float =
 
 
 def joint_pool(index, found, chunk_scores: np.ndarray, taken_rows: np.ndarray, head: Callable[[int], np.ndarray], *,
-               room: int, weight: float = GRAPH_WEIGHT) -> Pool:
+               room: int, weight: float) -> Pool:
     """Graph candidates and the retrieve tail ranked together (see the module docstring).
 
     ``taken_rows``: chunk rows already among the hits (never in the tail); ``head(n)``: the first ``n`` rows of

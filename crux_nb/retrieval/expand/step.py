@@ -47,7 +47,7 @@ from ..trace import KnowledgeTrace
 from ..types import CHUNK_RANKING, CHUNK_RELEVANCE, QUERY_VECTOR, StepContext, StepInput, StepOutput
 from .entity_match import match_entities, nearest_entities
 from .records import Expansion, ExpansionReason
-from .joint import GRAPH_WEIGHT, Pool, graph_pool, joint_pool, shortfall
+from .joint import Pool, default_graph_weight, graph_pool, joint_pool, shortfall
 
 __all__ = ["ExpandRelationsStep", "expand_relations", "Expansion", "ExpansionReason", "FAN_OUT", "MAX_CANDIDATES",
            "RRF_K", "RANKINGS", "RELEVANCE_KEY", "DAMPING", "MIN_SHARE"]
@@ -81,7 +81,7 @@ class ExpandRelationsStep(Step):
     min_share: float | None = None  # None: MIN_SHARE under the relevance ranking
     damping: float | None = None  # None: DAMPING under the relevance ranking
     compete: bool | None = None  # None: True under the relevance ranking (graph candidates vs retrieve's next)
-    graph_weight: float | None = None  # None: GRAPH_WEIGHT under the relevance ranking
+    graph_weight: float | None = None  # None: by the corpus' shape (default_graph_weight)
     id: str = "expand-relations"
     kind: str = "custom"
     phase: tuple[str, str] = ("hits", "hits")
@@ -141,6 +141,12 @@ class ExpandRelationsStep(Step):
         """Whether graph candidates compete with the retrieve step's next candidates (the relevance ranking's
         default; never under upstream)."""
         return self.ranking == "relevance" and self.compete is not False
+
+    def weight_for(self, state: Any) -> float:
+        """The graph weight in force on ``state``: the parameter, else :func:`default_graph_weight` of its shape."""
+        if self.graph_weight is not None:
+            return self.graph_weight
+        return default_graph_weight(len(state.chunks), len(state.documents))
 
     @property
     def floor(self) -> float | None:
@@ -205,7 +211,8 @@ class ExpandRelationsStep(Step):
                                available={"reports": 0}, processed={"reports": 0, "findings": len(added)})
         return StepOutput(hits=hits + tuple(added), warnings=tuple(warnings), knowledge=trace,
                           details={"seeds": tuple(encode_ref(s) for s in seeds), "expansions": tuple(records),
-                                   "filled": tuple(filled), "pruned": found.pruned, "skipped": skipped})
+                                   "filled": tuple(filled), "pruned": found.pruned, "skipped": skipped,
+                                   **({"graph_weight": self.weight_for(context.state)} if relevance else {})})
 
     def _seeds(self, evidence: list[EvidenceHit], context: StepContext) -> list[KnowledgeRef]:
         seeds: list[KnowledgeRef] = []
@@ -237,7 +244,7 @@ class ExpandRelationsStep(Step):
             chunk_scores = np.asarray(chunk_scores, dtype=float)
             if len(chunk_scores) != len(index.chunk_code):
                 chunk_scores = None
-        weight = GRAPH_WEIGHT if self.graph_weight is None else self.graph_weight
+        weight = self.weight_for(context.state)
         if chunk_scores is None or not self.competes:
             return graph_pool(index, found, chunk_scores, weight=weight)
         head = context.extras.get(CHUNK_RANKING)
@@ -339,8 +346,10 @@ def expand_relations(*, types: list[str] | None = None, direction: Literal["out"
         the step's details under ``"filled"``. False: graph candidates only; fewer hits than ``limit``
         may come back, and the trace says why.
     graph_weight
-        The relevance ranking's weight of graph support against relevance (None, the default:
-        ``GRAPH_WEIGHT`` = 0.25; 0 ranks by relevance alone, reproducing ``retrieve`` at equal budget).
+        The relevance ranking's weight of graph support against relevance (None, the default: 1.0 in a
+        knowledge base of one-chunk passages, 0.25 in one of multi-chunk documents, see
+        ``joint.default_graph_weight``; 0 ranks by relevance alone, reproducing ``retrieve`` at equal budget).
+        The weight in force is in the step's details (``"graph_weight"``).
     entity_hops
         Override the ranking's entity-hop rule: ``"free"`` (a hop to or from an entity costs
         nothing) or ``"counted"`` (chunk → entity → chunk is one hop, entity → entity one hop).
