@@ -15,6 +15,12 @@ No model, no randomness. Candidates are:
    recurring in at least ``concept_min_chunks`` chunks (type ``concept``; see
    :mod:`crux_nb.models.offline_concepts`).
 
+Technical text first (:mod:`crux_nb.models.offline_code`): markup noise (HTML comments, front
+matter, table rules, base64, URLs, paths, section numbers) is blanked, identifiers in code spans
+and code-shaped prose become ``code`` / ``option`` entities, and the name rules read the text with
+code blocks and spans blanked. An acronym joins a long name only where the text defines it
+(``Application Programming Interface (API)``). Types and mentions: :mod:`crux_nb.models.offline_assemble`.
+
 Names are normalised (trimmed, whitespace collapsed); case variants and possessives
 fold into one entity; a lone first name or surname folds into the only full name in
 the input that starts or ends with it. ``related`` links every pair of entities named
@@ -45,9 +51,6 @@ from .text import (
     STOP_WORDS,
     normalize_ws,
     sentence_spans,
-)
-from .text import (
-    ORG_SUFFIXES as _ORG_SUFFIX,
 )
 from .text import (
     SENTENCE_STARTERS as _SENTENCE_STARTERS,
