@@ -270,7 +270,8 @@ def main(argv: list[str] | None = None) -> int:
 
         cmd = [sys.executable, str(Path(__file__).resolve()), "--crux-root", str(args.before), "--json"]
         cmd += ["--small"] if args.small else []
-        before = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip()
+        env = {**os.environ, "PYTHONPATH": str(args.before)}  # the other checkout's crux_nb, not this one's
+        before = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True, env=env).stdout.strip()
                             .splitlines()[-1])
         old = {r["measure"]: r["ours"] for r in before}
         table = markdown_table(["measure", "before", "after", "target", "verdict"],

@@ -10,7 +10,7 @@ Two jobs, both general rules over the input's own text and statistics (no name l
    ``NAME2`` or a quoted ``"TypeError"`` is not a proper name).
 2. :func:`code_entities` finds identifiers: the content of code spans (Markdown `` `x` ``,
    reST ````x````, and straight double quotes in an input that quotes code, i.e. where most
-   quoted spans are short and unpunctuated, as in ``pydoc``'s ``"__exit__()"``) and, in prose,
+   quoted spans are code-like or one word, as in ``pydoc``'s ``"__exit__()"``) and, in prose,
    the unmistakable code shapes: dunder names, ``snake_case``, ``lowerCamel``, ``name()``
    calls, ``--options`` and dotted names of three parts (``os.path.join``) or of two whose head is
    shared by another dotted name or that are seen in a code span (``setup.py`` alone is not code). A trailing ``()`` folds (``dict.get()`` is
@@ -45,7 +45,7 @@ _BASE64 = re.compile(r"[A-Za-z0-9+/]{20,}={0,2}")
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]*\1[`~]*[ \t]*$|\Z)", re.M | re.S)
 _BACKTICK = re.compile(r"``([^`\n]+?)``|(?<!`)`([^`\n]+)`(?!`)")
 _DQUOTE = re.compile(r'(?<![\w"])"([^"\n]{1,80})"(?![\w"])')
-_SHORT_QUOTE = re.compile(r"^[^\s.!?,;]+(?: [^\s.!?,;]+){0,2}$")  # <= 3 words, no sentence punctuation
+_CODE_CHARS = re.compile(r"[_\[\]{}=<>*/%|^~]|\w\(|\w\.\w")
 
 _IDENT = r"[A-Za-z_][\w]*"
 _DOTTED = re.compile(rf"(?<![\w.]){_IDENT}(?:\.{_IDENT})+(?:\(\))?(?![\w(]|\.\w)")
@@ -93,16 +93,27 @@ def _base64_like(run: str) -> bool:
             and not re.search(r"[a-z]{5,}", body))
 
 
+def _code_like(quoted: str) -> bool:
+    """Code characters, not a sentence (``x.y``, ``f(a, b)``, ``a_b``, ``a < b``)."""
+    q = quoted.strip()
+    return bool(_CODE_CHARS.search(q)) and q[-1:] not in ".!?,;:" and len(q.split()) <= 8
+
+
 def quotes_code(text: str) -> bool:
-    """Does the input quote code in straight double quotes? Most quoted spans short and unpunctuated."""
-    quoted = [m.group(1) for m in _DQUOTE.finditer(text)]
-    short = sum(1 for q in quoted if _SHORT_QUOTE.match(q.strip()))
-    return len(quoted) >= 3 and 2 * short >= len(quoted)
+    """Does the input quote code in straight double quotes? At least two quoted spans hold code characters
+    (``x.y``, ``f(``, ``_``, ``=``), and with the one-word ones they are most of the quoted spans (dialogue, song
+    titles and foreign words, ``"Beat It"``, ``"voivode"``, are not code)."""
+    quoted = [m.group(1).strip() for m in _DQUOTE.finditer(text)]
+    code = sum(1 for q in quoted if _code_like(q))
+    words = sum(1 for q in quoted if not _code_like(q) and q and " " not in q)  # "yield", "None"
+    return len(quoted) >= 3 and code >= 2 and 2 * (code + words) >= len(quoted)
 
 
 def code_spans(text: str, quoted: bool) -> list[tuple[int, int, str]]:
     """``(start, end, content)`` of the code spans of ``text`` (backticks; straight quotes when ``quoted``)."""
-    out = [(m.start(), m.end(), m.group(1) or m.group(2)) for m in _BACKTICK.finditer(text)]
+    # a LaTeX quotation (``Thriller'') or a long phrase in backticks is not code
+    out = [(m.start(), m.end(), m.group(1) or m.group(2)) for m in _BACKTICK.finditer(text)
+           if "''" not in (m.group(1) or m.group(2)) and len((m.group(1) or m.group(2)).split()) <= 8]
     if quoted:
         taken = [(a, b) for a, b, _ in out]
         out += [(m.start(), m.end(), m.group(1)) for m in _DQUOTE.finditer(text)
