@@ -71,7 +71,7 @@ _CONTRACTION = re.compile(r"['’](?:ll|d|m|ve|re|t)$", re.I)
 _QUOTE_GAP = re.compile(r"[\"“”«»:—(\[]|--|\*\*|__|(?:^|\s)['‘]")
 _LOWER_WORD = re.compile(r"\b[a-z][a-z’'-]*\b")
 _CODE = re.compile(r"^[A-Z]{2,}-?\d+[A-Za-z0-9-]*$")  # ticket-like ids: INC-2041, DEC-017
-_APPOSITIVE = re.compile(r",\s+(?:a|an|the)\s+[a-z]")  # "Belle, a comely matron": a definition
+_APPOSITIVE = re.compile(r",\s+(?:a|an)\s+[a-z]")  # "Belle, a comely matron": a definition
 _ACRONYM = re.compile(r"^(?:[A-Z]{2,}\d*|[A-Z][a-z]+[A-Z][A-Za-z]*)$")  # API, SLA2, PostgreSQL
 
 
