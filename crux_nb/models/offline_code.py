@@ -50,7 +50,7 @@ _CODE_CHARS = re.compile(r"[_\[\]{}=<>*/%|^~]|\w\(|\w\.\w")
 _IDENT = r"[A-Za-z_][\w]*"
 _DOTTED = re.compile(rf"(?<![\w.]){_IDENT}(?:\.{_IDENT})+(?:\(\))?(?![\w(]|\.\w)")
 _DUNDER = re.compile(r"(?<![\w.])__[A-Za-z][\w]*?__(?:\(\))?(?!\w)")
-_SNAKE = re.compile(r"(?<![\w.-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?:\(\))?(?![\w-])")
+_SNAKE = re.compile(r"(?<![\w.-])[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?:\(\))?(?![\w-])")
 _LOWER_CAMEL = re.compile(r"(?<![\w.-])[a-z]+[A-Z][A-Za-z0-9]*(?:\(\))?(?![\w-])")
 _CALL = re.compile(rf"(?<![\w.]){_IDENT}\(\)")
 _LONG_FLAG = re.compile(r"(?<![\w-])--[A-Za-z][\w-]*[A-Za-z0-9]")
@@ -138,8 +138,10 @@ def _placeholder(name: str) -> bool:
     """A grammar metavariable or a non-identifier: all caps without ``_`` (``NAME1``, ``CLS``), one letter, digits."""
     bare = name.lstrip("-")
     letters = bare.replace(".", "")
+    mixed_short = len(letters) <= 3 and letters.isalpha() and not letters.islower() and any(
+        c.isupper() for c in letters[1:])  # "bR", "rF": a literal's prefix letters, not a name
     return (len(letters) < 2 or (letters.isupper() and "_" not in letters) or not any(c.isalpha() for c in bare)
-            or all(p.isupper() and "_" not in p for p in bare.split(".")))
+            or all(p.isupper() and "_" not in p for p in bare.split(".")) or mixed_short)
 
 
 def _from_span(content: str) -> list[tuple[str, str, bool]]:
@@ -184,23 +186,20 @@ def code_entities(texts: list[str]) -> tuple[dict[str, str], list[dict[str, list
                 types.setdefault(name, kind)
                 if not shaped:
                     plain_counts[name] += 1
-    heads = Counter(n.split(".")[0] for n in types if "." in n)
     masked = [mask_code(t, s) for t, s in zip(texts, spans)]
     # code shapes in prose count only in a technical input (one with code spans or blocks): a novel's
     # "--Marley" is a dash and its "St.Paul" a typo
     technical = any(spans) or any(_FENCE.search(t) for t in texts)
-    prose: list[list[tuple[str, int, str]]] = []
+    prose: list[list[tuple[str, int, str, int]]] = []
     for text in masked if technical else ():
-        hits = [(m.group(), m.start(), "option") for m in _LONG_FLAG.finditer(text)]
-        for pat in (_DUNDER, _SNAKE, _LOWER_CAMEL, _CALL):
-            hits += [(_fold(m.group()), m.start(), "code") for m in pat.finditer(text)]
-        dotted = [(_fold(m.group()), m.start(), "code") for m in _DOTTED.finditer(text)]
-        heads.update(n.split(".")[0] for n, _p, _k in dotted)
-        prose.append(hits + dotted)
-    dotted_names = {n for hits in prose for n, _p, _k in hits if "." in n}
+        hits = [(m.group(), m.start(), "option", m.end()) for m in _LONG_FLAG.finditer(text)]
+        for pat in (_DUNDER, _SNAKE, _LOWER_CAMEL, _CALL, _DOTTED):
+            hits += [(_fold(m.group()), m.start(), "code", m.end()) for m in pat.finditer(text)]
+        prose.append(hits)
+    dotted_names = {n for hits in prose for n, _p, _k, _e in hits if "." in n}
     shared_heads = Counter(n.split(".")[0] for n in dotted_names | {n for n in types if "." in n})
     for hits in prose:
-        for name, _pos, kind in hits:
+        for name, _pos, kind, _end in hits:
             if "." in name and not (name in types or shared_heads[name.split(".")[0]] >= 2
                                     or name.split(".")[0] in types or name.count(".") >= 2):
                 continue  # "setup.py", "e.g": a dotted word with nothing to say it is code
@@ -215,10 +214,13 @@ def code_entities(texts: list[str]) -> tuple[dict[str, str], list[dict[str, list
         for name, start, _flag in span_names.get(i, ()):
             if name in types:
                 where[name].append(start)
-        for name, start, _kind in prose[i]:
+        for name, start, _kind, _end in prose[i]:
             if name in types:
                 where[name].append(start)
         positions.append(dict(where))
+    # the name rules do not read identifiers either ("Numeric" of "Numeric_Type=Digit")
+    masked = [_blank_all(text, [(a, b) for n, a, _k, b in hits if n in types]) if hits else text
+              for text, hits in zip(masked, prose)]
     return types, positions, masked, technical
 
 
