@@ -63,7 +63,7 @@ class CallRecord:
     >>> chunks = [{"id": "c1", "text": "Priya Raman leads the Platform team."}]
     >>> _ = call_task(OfflineModel(), "extract", chunks, prompt_id="demo:extract", log=log)
     >>> log.records[0]
-    CallRecord(task='extract', prompt_id='demo:extract', model='offline', input_chars=61, output_chars=294,
+    CallRecord(task='extract', prompt_id='demo:extract', model='offline', input_chars=61, output_chars=325,
                tokens_in=None, tokens_out=None, repaired=False, ok=True, error=None)
     """
 

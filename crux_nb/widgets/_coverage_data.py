@@ -73,7 +73,7 @@ class CoverageFinding:
     --------
     >>> import crux_nb; from crux_nb.widgets import coverage_data
     >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
-    >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+    >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel(), detail="overview")
     >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
     >>> finding = coverage_data(result).findings[1]
     >>> finding.rank, finding.statement, finding.resolution
@@ -107,7 +107,7 @@ class CoverageData:
     --------
     >>> import crux_nb; from crux_nb.widgets import coverage_data
     >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
-    >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+    >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel(), detail="overview")
     >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
     >>> data = coverage_data(result)
     >>> data.coverage, data.available["reports"], data.processed["reports"], len(data.batches)
@@ -158,7 +158,7 @@ class CoverageData:
         --------
         >>> import crux_nb; from crux_nb.widgets import coverage_data
         >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
-        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel(), detail="overview")
         >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
         >>> data = coverage_data(result)
         >>> data.find(result.hits[1].citation.finding_target).statement, data.find("finding:0000")
@@ -176,7 +176,7 @@ class CoverageData:
         --------
         >>> import crux_nb; from crux_nb.widgets import coverage_data
         >>> kb = crux_nb.datasets.load_tiny(communities=True)
-        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel(), detail="overview")
         >>> data = coverage_data(kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?"))
         >>> root, leaf, _ = data.tree_order()
         >>> data.unit(root), data.unit("c-unknown")
@@ -206,7 +206,7 @@ class CoverageData:
         --------
         >>> import crux_nb; from crux_nb.widgets import coverage_data
         >>> kb = crux_nb.datasets.load_tiny(communities=True)
-        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel(), scan="adaptive")
+        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel(), scan="adaptive", detail="overview")
         >>> data = coverage_data(kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?"))
         >>> root, leaf, _ = data.tree_order()
         >>> data.rating(root).decision, data.rating(root).fallback, data.rating(leaf)
@@ -221,7 +221,7 @@ class CoverageData:
         --------
         >>> import crux_nb; from crux_nb.widgets import coverage_data
         >>> kb = crux_nb.datasets.load_tiny(communities=True)
-        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel(), detail="overview")
         >>> data = coverage_data(kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?"))
         >>> root, leaf, other = data.tree_order()
         >>> data.batch_of(root).index, data.batch_of(leaf), data.batch_of(other)  # overview: the root's report
@@ -236,7 +236,7 @@ class CoverageData:
         --------
         >>> import crux_nb; from crux_nb.widgets import coverage_data
         >>> kb = crux_nb.datasets.load_tiny(communities=True)
-        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel(), detail="overview")
         >>> data = coverage_data(kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?"))
         >>> [data.title(c) for c in data.tree_order()] + [data.title("c-unknown")]
         ['Platform and Atlas; Beacon and Priya Raman', 'Platform and Atlas', 'Beacon and Priya Raman', '']
@@ -253,7 +253,7 @@ class CoverageData:
         --------
         >>> import crux_nb; from crux_nb.widgets import coverage_data
         >>> kb = crux_nb.datasets.load_tiny(communities=True)
-        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel(), detail="overview")
         >>> data = coverage_data(kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?"))
         >>> [(data.title(c), data.status(c)) for c in data.tree_order()][:2]
         [('Platform and Atlas; Beacon and Priya Raman', 'mapped'), ('Platform and Atlas', 'unread')]
@@ -274,7 +274,7 @@ class CoverageData:
         --------
         >>> import crux_nb; from crux_nb.widgets import coverage_data
         >>> kb = crux_nb.datasets.load_tiny(communities=True)
-        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel(), detail="overview")
         >>> data = coverage_data(kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?"))
         >>> root = data.tree_order()[0]
         >>> [(parent == root, level) for _, parent, level in data.hierarchy()]
@@ -300,7 +300,7 @@ class CoverageData:
         --------
         >>> import crux_nb; from crux_nb.widgets import coverage_data
         >>> kb = crux_nb.datasets.load_tiny(communities=True)
-        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel(), detail="overview")
         >>> data = coverage_data(kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?"))
         >>> data.call_counts()
         {'map': 1, 'map_repairs': 0, 'rate': 0, 'rate_repairs': 0, 'other': 0, 'failed': 0}
@@ -321,7 +321,7 @@ class CoverageData:
         --------
         >>> import crux_nb; from crux_nb.widgets import coverage_data
         >>> kb = crux_nb.datasets.load_tiny(communities=True)
-        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel(), detail="overview")
         >>> data = coverage_data(kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?"))
         >>> [(c.task, c.prompt_id, c.repaired, c.ok) for c in data.batch_calls(data.batches[0])]
         [('map_findings', 'globalSearch:batch:1', False, True)]
@@ -336,7 +336,7 @@ class CoverageData:
         --------
         >>> import crux_nb; from crux_nb.widgets import coverage_data
         >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
-        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel(), detail="overview")
         >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
         >>> coverage_data(result).to_frame("batch")[["batch", "prompt_id", "reports", "findings", "calls", "ok"]]
            batch             prompt_id  reports  findings  calls    ok
@@ -351,7 +351,7 @@ class CoverageData:
         --------
         >>> import crux_nb; from crux_nb.widgets import coverage_data
         >>> kb = crux_nb.datasets.load_tiny(communities=True)
-        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel(), detail="overview")
         >>> data = coverage_data(kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?"))
         >>> [data.unit(c).level for c in data.tree_order()]
         [1, 0, 0]

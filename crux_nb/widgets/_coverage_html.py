@@ -71,7 +71,7 @@ def coverage_svg(data: CoverageData, selected: CoverageFinding | None = None) ->
     --------
     >>> import crux_nb; from crux_nb.widgets import coverage_data
     >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
-    >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+    >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel(), detail="overview")
     >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
     >>> svg = coverage_svg(coverage_data(result))
     >>> svg.startswith("<svg"), svg.count('data-status="mapped"'), svg.count('data-status="unread"')
@@ -309,7 +309,7 @@ def coverage_html(result: Any, *, kb: Any = None, selected: str | None = None) -
     --------
     >>> import crux_nb; from crux_nb.widgets import coverage_html
     >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
-    >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+    >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel(), detail="overview")
     >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
     >>> html = coverage_html(result, kb=kb)
     >>> html.startswith('<div class="crux-coverage crux-coverage-static">'), "The Platform team runs Atlas." in html

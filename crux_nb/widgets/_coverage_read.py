@@ -189,7 +189,7 @@ def coverage_data(result: Any, *, kb: Any = None) -> CoverageData:
     --------
     >>> import crux_nb
     >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
-    >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+    >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel(), detail="overview")
     >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
     >>> data = coverage_data(result, kb=kb)
     >>> data.step_id, data.query, [f.statement for f in data.findings]

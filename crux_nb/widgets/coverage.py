@@ -43,7 +43,7 @@ class CoverageView(SelectionView):
     --------
     >>> import crux_nb; from crux_nb.widgets import CoverageView
     >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
-    >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+    >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel(), detail="overview")
     >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
     >>> view = CoverageView(result, kb=kb)
     >>> view
@@ -145,7 +145,7 @@ class CoverageView(SelectionView):
         --------
         >>> import crux_nb; from crux_nb.widgets import CoverageView
         >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
-        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel(), detail="overview")
         >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
         >>> view = CoverageView(result, kb=kb)
         >>> view.to_frame()[["rank", "score", "statement", "resolution"]]
@@ -189,7 +189,7 @@ class CoverageView(SelectionView):
         --------
         >>> import crux_nb; from crux_nb.widgets import CoverageView
         >>> kb = crux_nb.datasets.load_tiny(communities=True)  # offline: entities, clusters, reports
-        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
+        >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel(), detail="overview")
         >>> result = kb.recipe(steps=[search]).retrieve_with_trace("What does the Platform team do?")
         >>> view = CoverageView(result, kb=kb)
         >>> view.selected = view.findings[1]
