@@ -249,6 +249,13 @@ def run(small: bool, label_names: bool = False) -> tuple[list[dict], str]:
     return rows, "\n".join(lines)
 
 
+def _same(measure: str) -> str:
+    """A measure's name without the model version and the parenthesised detail, to match before and after."""
+    import re
+
+    return re.sub(r" v\d+\b", "", re.sub(r" \([^)]*\)", "", measure))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--small", action="store_true", help="the Carol's first source chunks only")
@@ -270,11 +277,12 @@ def main(argv: list[str] | None = None) -> int:
 
         cmd = [sys.executable, str(Path(__file__).resolve()), "--crux-root", str(args.before), "--json"]
         cmd += ["--small"] if args.small else []
-        before = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip()
+        env = {**os.environ, "PYTHONPATH": str(args.before)}  # the other checkout's crux_nb, not this one's
+        before = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True, env=env).stdout.strip()
                             .splitlines()[-1])
-        old = {r["measure"]: r["ours"] for r in before}
+        old = {_same(r["measure"]): r["ours"] for r in before}
         table = markdown_table(["measure", "before", "after", "target", "verdict"],
-                               [[r["measure"], fmt_num(float(old[r["measure"]]), 3) if r["measure"] in old else "-",
+                               [[r["measure"], fmt_num(float(old[_same(r["measure"])]), 3) if _same(r["measure"]) in old else "-",
                                  fmt_num(float(r["ours"]), 3), r.get("target") or "", r.get("verdict", "info")]
                                 for r in rows])
         print(f"# Entity extraction quality, before ({args.before}) and after\n\n{table}\n\n{notes}\n")

@@ -154,3 +154,25 @@ def view_revision_html(revision: Any) -> str:
             + table(["source_id"], [(s,) for s in shown])
             + (f'<div class="crux-muted">… and {more} more</div>' if more > 0 else ""))
     return box(f"revision {revision.revision} of view {revision.view_id!r}", body, cls="crux-view-revision")
+
+
+def graph_report_html(report: Any) -> str:
+    """A :class:`~crux_nb.extract.report.GraphReport`: counts, then one folded table per kind of finding."""
+    counts = "".join(badge(f"{k}: {v}") for k, v in (
+        ("entities", report.n_entities), ("chunks", report.n_chunks), ("mentions", report.n_mentions),
+        ("untyped", f"{report.untyped_share:.0%}"), ("hubs", len(report.hubs))))
+    frame = report.frame
+    parts = [f"<div>{counts}</div>"]
+    for kind, title, fmt in (("hub", "Entities by share of chunks", "{:.1%}"), ("type", "Types", "{:.0f}"),
+                             ("suspicious alias", "Suspicious aliases", "{:.0f}"),
+                             ("isolated", "Isolated entities (no related edge)", "{:.0f}")):
+        rows = frame[frame["kind"] == kind]
+        if not len(rows):
+            continue
+        shown = rows.head(20)
+        body = table(["entity", "value", "detail"],
+                     [(e, fmt.format(v), d) for e, v, d in zip(shown["entity"], shown["value"], shown["detail"])])
+        more = f'<div class="crux-muted">… and {len(rows) - len(shown)} more</div>' if len(rows) > 20 else ""
+        parts.append(f"<details{' open' if kind == 'hub' else ''}><summary>{esc(title)} ({len(rows)})</summary>"
+                     f"{body}{more}</details>")
+    return box("Entity graph report", "".join(parts), cls="crux-graph-report")

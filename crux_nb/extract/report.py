@@ -26,7 +26,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..display.html import badge, box, esc, table
+from ..display.html import graph_report_html
 
 __all__ = ["GraphReport", "graph_report", "HUB_SHARE", "HUB_MIN_CHUNKS", "suspicious_alias"]
 
@@ -92,23 +92,7 @@ class GraphReport:
                 f"suspicious_aliases={len(self._rows('suspicious alias'))}, isolated={len(self._rows('isolated'))})")
 
     def _repr_html_(self) -> str:
-        counts = "".join(badge(f"{k}: {v}") for k, v in (
-            ("entities", self.n_entities), ("chunks", self.n_chunks), ("mentions", self.n_mentions),
-            ("untyped", f"{self.untyped_share:.0%}"), ("hubs", len(self.hubs))))
-        parts = [f"<div>{counts}</div>"]
-        for kind, title, fmt in (("hub", "Entities by share of chunks", "{:.1%}"), ("type", "Types", "{:.0f}"),
-                                 ("suspicious alias", "Suspicious aliases", "{}"),
-                                 ("isolated", "Isolated entities (no related edge)", "{:.0f}")):
-            rows = self._rows(kind)
-            if len(rows):
-                shown = rows.head(20)
-                body = table(["entity", "value", "detail"], [(e, fmt.format(v) if fmt != "{}" else "", d)
-                                                             for e, v, d in zip(shown["entity"], shown["value"],
-                                                                                shown["detail"])])
-                more = f'<div class="crux-muted">… and {len(rows) - len(shown)} more</div>' if len(rows) > 20 else ""
-                parts.append(f"<details{' open' if kind == 'hub' else ''}><summary>{esc(title)} ({len(rows)})"
-                             f"</summary>{body}{more}</details>")
-        return box("Entity graph report", "".join(parts), cls="crux-graph-report")
+        return graph_report_html(self)
 
 
 def graph_report(state: Any, *, top: int = 10) -> GraphReport:

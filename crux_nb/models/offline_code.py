@@ -10,7 +10,7 @@ Two jobs, both general rules over the input's own text and statistics (no name l
    ``NAME2`` or a quoted ``"TypeError"`` is not a proper name).
 2. :func:`code_entities` finds identifiers: the content of code spans (Markdown `` `x` ``,
    reST ````x````, and straight double quotes in an input that quotes code, i.e. where most
-   quoted spans are short and unpunctuated, as in ``pydoc``'s ``"__exit__()"``) and, in prose,
+   quoted spans are code-like or one word, as in ``pydoc``'s ``"__exit__()"``) and, in prose,
    the unmistakable code shapes: dunder names, ``snake_case``, ``lowerCamel``, ``name()``
    calls, ``--options`` and dotted names of three parts (``os.path.join``) or of two whose head is
    shared by another dotted name or that are seen in a code span (``setup.py`` alone is not code). A trailing ``()`` folds (``dict.get()`` is
@@ -45,12 +45,12 @@ _BASE64 = re.compile(r"[A-Za-z0-9+/]{20,}={0,2}")
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]*\1[`~]*[ \t]*$|\Z)", re.M | re.S)
 _BACKTICK = re.compile(r"``([^`\n]+?)``|(?<!`)`([^`\n]+)`(?!`)")
 _DQUOTE = re.compile(r'(?<![\w"])"([^"\n]{1,80})"(?![\w"])')
-_SHORT_QUOTE = re.compile(r"^[^\s.!?,;]+(?: [^\s.!?,;]+){0,2}$")  # <= 3 words, no sentence punctuation
+_CODE_CHARS = re.compile(r"[_\[\]{}=<>*/%|^~]|\w\(|\w\.\w")
 
 _IDENT = r"[A-Za-z_][\w]*"
 _DOTTED = re.compile(rf"(?<![\w.]){_IDENT}(?:\.{_IDENT})+(?:\(\))?(?![\w(]|\.\w)")
 _DUNDER = re.compile(r"(?<![\w.])__[A-Za-z][\w]*?__(?:\(\))?(?!\w)")
-_SNAKE = re.compile(r"(?<![\w.-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?:\(\))?(?![\w-])")
+_SNAKE = re.compile(r"(?<![\w.-])[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?:\(\))?(?![\w-])")
 _LOWER_CAMEL = re.compile(r"(?<![\w.-])[a-z]+[A-Z][A-Za-z0-9]*(?:\(\))?(?![\w-])")
 _CALL = re.compile(rf"(?<![\w.]){_IDENT}\(\)")
 _LONG_FLAG = re.compile(r"(?<![\w-])--[A-Za-z][\w-]*[A-Za-z0-9]")
@@ -93,16 +93,27 @@ def _base64_like(run: str) -> bool:
             and not re.search(r"[a-z]{5,}", body))
 
 
+def _code_like(quoted: str) -> bool:
+    """Code characters, not a sentence (``x.y``, ``f(a, b)``, ``a_b``, ``a < b``)."""
+    q = quoted.strip()
+    return bool(_CODE_CHARS.search(q)) and q[-1:] not in ".!?,;:" and len(q.split()) <= 8
+
+
 def quotes_code(text: str) -> bool:
-    """Does the input quote code in straight double quotes? Most quoted spans short and unpunctuated."""
-    quoted = [m.group(1) for m in _DQUOTE.finditer(text)]
-    short = sum(1 for q in quoted if _SHORT_QUOTE.match(q.strip()))
-    return len(quoted) >= 3 and 2 * short >= len(quoted)
+    """Does the input quote code in straight double quotes? At least two quoted spans hold code characters
+    (``x.y``, ``f(``, ``_``, ``=``), and with the one-word ones they are most of the quoted spans (dialogue, song
+    titles and foreign words, ``"Beat It"``, ``"voivode"``, are not code)."""
+    quoted = [m.group(1).strip() for m in _DQUOTE.finditer(text)]
+    code = sum(1 for q in quoted if _code_like(q))
+    words = sum(1 for q in quoted if not _code_like(q) and q and " " not in q)  # "yield", "None"
+    return len(quoted) >= 3 and code >= 2 and 2 * (code + words) >= len(quoted)
 
 
 def code_spans(text: str, quoted: bool) -> list[tuple[int, int, str]]:
     """``(start, end, content)`` of the code spans of ``text`` (backticks; straight quotes when ``quoted``)."""
-    out = [(m.start(), m.end(), m.group(1) or m.group(2)) for m in _BACKTICK.finditer(text)]
+    # a LaTeX quotation (``Thriller'') or a long phrase in backticks is not code
+    out = [(m.start(), m.end(), m.group(1) or m.group(2)) for m in _BACKTICK.finditer(text)
+           if "''" not in (m.group(1) or m.group(2)) and len((m.group(1) or m.group(2)).split()) <= 8]
     if quoted:
         taken = [(a, b) for a, b, _ in out]
         out += [(m.start(), m.end(), m.group(1)) for m in _DQUOTE.finditer(text)
@@ -127,8 +138,10 @@ def _placeholder(name: str) -> bool:
     """A grammar metavariable or a non-identifier: all caps without ``_`` (``NAME1``, ``CLS``), one letter, digits."""
     bare = name.lstrip("-")
     letters = bare.replace(".", "")
+    mixed_short = len(letters) <= 3 and letters.isalpha() and not letters.islower() and any(
+        c.isupper() for c in letters[1:])  # "bR", "rF": a literal's prefix letters, not a name
     return (len(letters) < 2 or (letters.isupper() and "_" not in letters) or not any(c.isalpha() for c in bare)
-            or all(p.isupper() and "_" not in p for p in bare.split(".")))
+            or all(p.isupper() and "_" not in p for p in bare.split(".")) or mixed_short)
 
 
 def _from_span(content: str) -> list[tuple[str, str, bool]]:
@@ -173,23 +186,20 @@ def code_entities(texts: list[str]) -> tuple[dict[str, str], list[dict[str, list
                 types.setdefault(name, kind)
                 if not shaped:
                     plain_counts[name] += 1
-    heads = Counter(n.split(".")[0] for n in types if "." in n)
     masked = [mask_code(t, s) for t, s in zip(texts, spans)]
     # code shapes in prose count only in a technical input (one with code spans or blocks): a novel's
     # "--Marley" is a dash and its "St.Paul" a typo
     technical = any(spans) or any(_FENCE.search(t) for t in texts)
-    prose: list[list[tuple[str, int, str]]] = []
+    prose: list[list[tuple[str, int, str, int]]] = []
     for text in masked if technical else ():
-        hits = [(m.group(), m.start(), "option") for m in _LONG_FLAG.finditer(text)]
-        for pat in (_DUNDER, _SNAKE, _LOWER_CAMEL, _CALL):
-            hits += [(_fold(m.group()), m.start(), "code") for m in pat.finditer(text)]
-        dotted = [(_fold(m.group()), m.start(), "code") for m in _DOTTED.finditer(text)]
-        heads.update(n.split(".")[0] for n, _p, _k in dotted)
-        prose.append(hits + dotted)
-    dotted_names = {n for hits in prose for n, _p, _k in hits if "." in n}
+        hits = [(m.group(), m.start(), "option", m.end()) for m in _LONG_FLAG.finditer(text)]
+        for pat in (_DUNDER, _SNAKE, _LOWER_CAMEL, _CALL, _DOTTED):
+            hits += [(_fold(m.group()), m.start(), "code", m.end()) for m in pat.finditer(text)]
+        prose.append(hits)
+    dotted_names = {n for hits in prose for n, _p, _k, _e in hits if "." in n}
     shared_heads = Counter(n.split(".")[0] for n in dotted_names | {n for n in types if "." in n})
     for hits in prose:
-        for name, _pos, kind in hits:
+        for name, _pos, kind, _end in hits:
             if "." in name and not (name in types or shared_heads[name.split(".")[0]] >= 2
                                     or name.split(".")[0] in types or name.count(".") >= 2):
                 continue  # "setup.py", "e.g": a dotted word with nothing to say it is code
@@ -204,10 +214,13 @@ def code_entities(texts: list[str]) -> tuple[dict[str, str], list[dict[str, list
         for name, start, _flag in span_names.get(i, ()):
             if name in types:
                 where[name].append(start)
-        for name, start, _kind in prose[i]:
+        for name, start, _kind, _end in prose[i]:
             if name in types:
                 where[name].append(start)
         positions.append(dict(where))
+    # the name rules do not read identifiers either ("Numeric" of "Numeric_Type=Digit")
+    masked = [_blank_all(text, [(a, b) for n, a, _k, b in hits if n in types]) if hits else text
+              for text, hits in zip(masked, prose)]
     return types, positions, masked, technical
 
 

@@ -15,6 +15,12 @@ No model, no randomness. Candidates are:
    recurring in at least ``concept_min_chunks`` chunks (type ``concept``; see
    :mod:`crux_nb.models.offline_concepts`).
 
+Technical text first (:mod:`crux_nb.models.offline_code`): markup noise (HTML comments, front
+matter, table rules, base64, URLs, paths, section numbers) is blanked, identifiers in code spans
+and code-shaped prose become ``code`` / ``option`` entities, and the name rules read the text with
+code blocks and spans blanked. An acronym joins a long name only where the text defines it
+(``Application Programming Interface (API)``). Types and mentions: :mod:`crux_nb.models.offline_assemble`.
+
 Names are normalised (trimmed, whitespace collapsed); case variants and possessives
 fold into one entity; a lone first name or surname folds into the only full name in
 the input that starts or ends with it. ``related`` links every pair of entities named
@@ -47,9 +53,6 @@ from .text import (
     sentence_spans,
 )
 from .text import (
-    ORG_SUFFIXES as _ORG_SUFFIX,
-)
-from .text import (
     SENTENCE_STARTERS as _SENTENCE_STARTERS,
 )
 from .text import (
@@ -68,7 +71,7 @@ _CONTRACTION = re.compile(r"['’](?:ll|d|m|ve|re|t)$", re.I)
 _QUOTE_GAP = re.compile(r"[\"“”«»:—(\[]|--|\*\*|__|(?:^|\s)['‘]")
 _LOWER_WORD = re.compile(r"\b[a-z][a-z’'-]*\b")
 _CODE = re.compile(r"^[A-Z]{2,}-?\d+[A-Za-z0-9-]*$")  # ticket-like ids: INC-2041, DEC-017
-_APPOSITIVE = re.compile(r",\s+(?:a|an|the)\s+[a-z]")  # "Belle, a comely matron": a definition
+_APPOSITIVE = re.compile(r",\s+(?:a|an)\s+[a-z]")  # "Belle, a comely matron": a definition
 _ACRONYM = re.compile(r"^(?:[A-Z]{2,}\d*|[A-Z][a-z]+[A-Z][A-Za-z]*)$")  # API, SLA2, PostgreSQL
 
 
