@@ -146,9 +146,16 @@ def test_an_unanswerable_question_is_weak_names_the_absent_term_and_warns(sample
     assert message in caught and message in result.trace.warnings
     assert f"best finding scored {status['best']:.2f} (< threshold {MIN_SUPPORT:g})" in message
     assert message.endswith("query terms not found in the corpus: '5.0'")
-    # a stricter or laxer threshold moves the status, not the hits
+    # a laxer threshold moves neither the hits nor the status: a term the corpus never holds keeps it weak,
+    # and the warning then gives the score without a threshold it passed
     lax, caught = _run(sample, ABSENT, detail="detailed", min_support=status["best"] / 2)
-    assert lax.trace.steps[0].knowledge.support["status"] == "strong" and lax.hits == result.hits
+    lax_status = lax.trace.steps[0].knowledge.support
+    assert lax_status["status"] == "weak" and lax.hits == result.hits
+    assert [w for w in caught if "may not answer" in w] == [support_warning(lax_status)]
+    assert "(< threshold" not in support_warning(lax_status)
+    answered, caught = _run(sample, "What changed in the launch plan?", detail="detailed",
+                            min_support=status["best"] / 2)
+    assert answered.trace.steps[0].knowledge.support["status"] == "strong"
     assert not any("may not answer" in w for w in caught)
 
 
@@ -163,7 +170,8 @@ def test_python_312_on_the_311_reference_is_weak():
     kb.communities.prepare(progress=False)
     result, caught = _run(kb, "What changed in Python 3.12?", detail="detailed")
     status = result.trace.steps[0].knowledge.support
-    assert status["status"] == "weak" and status["absent_terms"] == ["3.12"] and status["best"] < 0.25
+    # weak: no chunk of the 3.11 reference holds "3.12", whatever the best finding scored (0.20-0.29 here)
+    assert status["status"] == "weak" and status["absent_terms"] == ["3.12"] and status["best"] < 0.5
     assert any("'3.12'" in w for w in caught)
     answered, _ = _run(kb, "What are the rules for name binding and scopes?", detail="detailed")
     assert answered.trace.steps[0].knowledge.support["status"] == "strong"

@@ -178,8 +178,8 @@ class ExpansionView(SelectionView):
         >>> result = kb.recipe(steps=steps).retrieve_with_trace("When does Beacon launch?")
         >>> ExpansionView(result).to_frame()[["ref", "seed", "hops", "distance", "score"]]
                            ref                 seed  hops  distance     score
-        0  chunk:team.md:c0000  chunk:plan.md:c0000     2         1  0.177658
-        1   chunk:ops.md:c0000  chunk:plan.md:c0000     4         2  0.012500
+        0  chunk:team.md:c0000  chunk:plan.md:c0000     2         1  0.710634
+        1   chunk:ops.md:c0000  chunk:plan.md:c0000     4         2  0.050000
         >>> ExpansionView(result).filter(max_distance=1).to_frame(shown_only=True)["path"].tolist()
         ['chunk:plan.md:c0000 —mentions→ entity:priya-raman —mentions→ chunk:team.md:c0000']
         """

@@ -83,8 +83,11 @@ def support(best: float | None, threshold: float, absent: tuple[str, ...]) -> di
     {'status': 'weak', 'best': 0.31, 'threshold': 0.5, 'absent_terms': ['3.12']}
     >>> support(None, 0.5, ())["status"], support(0.8, 0.5, ())["status"]
     ('none', 'strong')
+    >>> support(0.8, 0.5, ("3.12",))["status"]  # a term the question names that the corpus never holds
+    'weak'
     """
-    status = "none" if best is None else "weak" if best < threshold else "strong"
+    # a term the question names that no chunk of the corpus holds is something the corpus cannot speak to
+    status = "none" if best is None else "weak" if best < threshold or absent else "strong"
     return {"status": status, "best": None if best is None else round(float(best), 4), "threshold": threshold,
             "absent_terms": list(absent)}
 
@@ -94,11 +97,15 @@ def support_warning(status: dict[str, Any]) -> str | None:
 
     >>> print(support_warning(support(0.31, 0.5, ("3.12",))))
     the corpus may not answer this question: best finding scored 0.31 (< threshold 0.5); query terms not found in the corpus: '3.12'
+    >>> print(support_warning(support(0.62, 0.5, ("3.12",))))
+    the corpus may not answer this question: best finding scored 0.62; query terms not found in the corpus: '3.12'
     """
     if status["status"] == "strong":
         return None
     if status["status"] == "none":
         head = "the corpus may not answer this question: no finding matched it"
+    elif status["best"] >= status["threshold"]:  # weak for a term the corpus never holds, not for the score
+        head = f"the corpus may not answer this question: best finding scored {status['best']:.2f}"
     else:
         head = (f"the corpus may not answer this question: best finding scored {status['best']:.2f} "
                 f"(< threshold {status['threshold']:g})")
