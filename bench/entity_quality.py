@@ -312,7 +312,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--print-unlabelled", action="store_true", help="print sampled names without a label")
     parser.add_argument("--before", type=Path, default=None, help="also measure this checkout; side by side")
     parser.add_argument("--corpora", type=_names(CORPORA), default=None,
-                        help=f"comma-separated corpora to run (of {','.join(CORPORA)}); default all, or carol with --small")
+                        help=f"comma-separated corpora to run (of {','.join(CORPORA)}); "
+                             "default all, or carol with --small")
     parser.add_argument("--extractors", type=_names(EXTRACTORS), default=EXTRACTORS,
                         help=f"comma-separated extractors to run (of {','.join(EXTRACTORS)}); default both")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
@@ -343,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
         write_text(args.out or OUT_DIR / "entity_quality_before_after.md", table + "\n\n" + notes + "\n")
         return 0
     # a run of some corpora or extractors gets its own report, so it never stands in for the full one
-    part = "".join(f"_{n}" for n in (*(args.corpora or ()), *(e for e in args.extractors if args.extractors != EXTRACTORS)))
+    part = "".join(f"_{n}" for n in (*(args.corpora or ()), *(args.extractors if args.extractors != EXTRACTORS else ())))
     out = args.out or OUT_DIR / f"entity_quality{'_small' if args.small else ''}{part}.md"
     table = markdown_table(["measure", "value", "target", "verdict"],
                            [[r["measure"], fmt_num(float(r["ours"]), 3), r.get("target") or "", r.get("verdict", "info")]
