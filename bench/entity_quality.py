@@ -33,25 +33,32 @@ Runs ``kb.extract_entities`` through the public API with each extractor --
   share of chunks linked to the hub names ``None``, ``PEP``, ``Python``, ``AND``, ``AS``.
 * **the sample corpus** (``data/sample``): entities and mentions.
 * **technical docs** (issue 31): CPython's topics through ``crux_nb.datasets.load_python_reference()``
-  (``pyref``) and the Markdown skill docs that ship in the ``playwright`` wheel
-  (``playwright/driver/package/lib/tools/skills``, 20 files; ``playwright``): the **typed share**
+  (``pyref``), the Markdown skill docs that ship in the ``playwright`` wheel
+  (``playwright/driver/package/lib/tools/skills``, 20 files; ``playwright``) and CMake's help pages
+  (``Help/command`` and ``Help/manual`` ``.rst`` files of the ``cmake`` wheel, read as plain text with the
+  markup kept, through ``bench.techdocs.load_cmake_help``; ``cmake``; skipped when cmake is not installed):
+  the **typed share**
   (a type other than ``other``; target >= 0.80, also on the Carol), the **largest hub's share of
   mentions** (mention edges of the most mentioned entity / all mention edges) and the **junk share of
   a random sample of 50 entities** (``random.Random(SEED).sample`` of the sorted names, ``SEED = 0``),
-  labelled by hand in ``bench/pyref_entity_labels.csv`` and ``bench/playwright_entity_labels.csv``
-  (``ok`` / ``junk``; ``junk``: a fragment, a sentence-initial common word, a placeholder, markup, a
-  heading's common words; an identifier of the docs, an option, a term, a name is ``ok``). Target <= 0.10.
+  labelled by hand in ``bench/pyref_entity_labels.csv``, ``bench/playwright_entity_labels.csv`` and
+  ``bench/cmake_entity_labels.csv`` (``ok`` / ``junk``; ``junk``: a fragment, a sentence-initial common
+  word, a placeholder, markup, a heading's common words; an identifier of the docs, an option, a term, a
+  name is ``ok``). Target <= 0.10.
 
 ``--before PATH`` runs the same measures with the crux_nb of another checkout in a subprocess and
 prints both side by side.
 
 ``--crux-root PATH`` imports crux_nb from another checkout (to measure an older
-extractor with the same script); ``--small`` runs the Carol's first 40,000 characters only.
+extractor with the same script); ``--small`` runs the Carol's first 40,000 characters only;
+``--corpora pyref,cmake`` runs only the named corpora (of ``carol``, ``pydoc``, ``sample``, ``pyref``,
+``playwright``, ``cmake``) and ``--extractors rules`` only the named extractors (``rules``, ``spacy``).
 
 Usage::
 
     .venv/bin/python bench/entity_quality.py            # a few minutes with spaCy
     .venv/bin/python bench/entity_quality.py --small
+    .venv/bin/python bench/entity_quality.py --corpora cmake --extractors rules
 """
 
 from __future__ import annotations
@@ -72,6 +79,9 @@ HUBS = ("None", "PEP", "Python", "AND", "AS")
 SAMPLE = 100
 SEED = 0
 TECH_SAMPLE = 50
+TECH = ("pyref", "playwright", "cmake")  # corpora measured by typed share, hub shares and a random junk sample
+CORPORA = ("carol", "pydoc", "sample", *TECH)
+EXTRACTORS = ("rules", "spacy")
 PLAYWRIGHT_DOCS = Path(sys.prefix) / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / \
     "site-packages" / "playwright" / "driver" / "package" / "lib" / "tools" / "skills"
 
@@ -184,6 +194,10 @@ def build(corpus: str, small: bool):
         kb = crux_nb.datasets.load_python_reference()
     elif corpus == "playwright":
         kb.add_path(PLAYWRIGHT_DOCS)
+    elif corpus == "cmake":
+        from bench.techdocs import load_cmake_help  # the techdocs bench's loader: the same corpus in both benches
+
+        kb = load_cmake_help()
     elif corpus == "pydoc":
         from pydoc_data.topics import topics
 
@@ -194,12 +208,14 @@ def build(corpus: str, small: bool):
     return kb
 
 
-def models() -> list[tuple[str, object]]:
+def models(extractors: tuple[str, ...] = EXTRACTORS) -> list[tuple[str, object]]:
     """``(label, model)``: the label names the extractor and the offline model version (``rules v2``)."""
     from crux_nb.models import OfflineModel
     from crux_nb.models.offline import OFFLINE_MODEL_VERSION as version
 
-    out = [(f"rules v{version}", OfflineModel())]
+    out = [(f"rules v{version}", OfflineModel())] if "rules" in extractors else []
+    if "spacy" not in extractors:
+        return out
     try:
         out.append((f"spacy v{version}", OfflineModel(extractor="spacy")))
     except (TypeError, Exception) as exc:  # an older checkout without the option, or no nlp extra
@@ -207,13 +223,34 @@ def models() -> list[tuple[str, object]]:
     return out
 
 
-def run(small: bool, label_names: bool = False) -> tuple[list[dict], str]:
+def available(corpora: tuple[str, ...]) -> tuple[str, ...]:
+    """``corpora`` without those whose files are not installed (the playwright or cmake wheel), said on stderr."""
+    out = []
+    for corpus in corpora:
+        if corpus == "playwright" and not PLAYWRIGHT_DOCS.is_dir():
+            print("playwright skipped: its skill docs were not found", file=sys.stderr)
+            continue
+        if corpus == "cmake":
+            try:
+                from bench.techdocs import cmake_help
+
+                found = cmake_help() is not None
+            except ImportError as exc:  # an older checkout the techdocs bench cannot import
+                print(f"cmake skipped: {exc}", file=sys.stderr)
+                continue
+            if not found:
+                print("cmake skipped: CMake's help files were not found (pip install cmake)", file=sys.stderr)
+                continue
+        out.append(corpus)
+    return tuple(out)
+
+
+def run(small: bool, label_names: bool = False, corpora: tuple[str, ...] | None = None,
+        extractors: tuple[str, ...] = EXTRACTORS) -> tuple[list[dict], str]:
     characters, labels = load_characters(), load_labels()
     rows, lines = [], []
-    corpora = ("carol",) if small else ("carol", "pydoc", "sample", "pyref", "playwright")
-    if not PLAYWRIGHT_DOCS.is_dir():
-        corpora = tuple(c for c in corpora if c != "playwright")
-    for extractor, model in models():
+    corpora = available(corpora or (("carol",) if small else CORPORA))
+    for extractor, model in models(extractors):
         for corpus in corpora:
             kb = build(corpus, small)
             start = time.perf_counter()
@@ -225,7 +262,7 @@ def run(small: bool, label_names: bool = False) -> tuple[list[dict], str]:
             rows.append({"measure": f"{corpus}: {extractor} characters per second", "ours": n_chars / seconds})
             lines.append(f"- {corpus} / {extractor}: {n_ent} entities, {len(kb.chunks)} chunks, {seconds:.1f} s")
             rows += graph_scores(kb, corpus, extractor)
-            if corpus in ("pyref", "playwright"):
+            if corpus in TECH:
                 rows.append(tech_junk(kb, corpus, extractor, label_names))
             if corpus == "carol":
                 cs = character_scores(kb.entities, characters)
@@ -256,6 +293,17 @@ def _same(measure: str) -> str:
     return re.sub(r" v\d+\b", "", re.sub(r" \([^)]*\)", "", measure))
 
 
+def _names(allowed: tuple[str, ...]):
+    """An argparse type: a comma-separated list of names from ``allowed``, as a tuple in the given order."""
+    def parse(text: str) -> tuple[str, ...]:
+        names = tuple(n.strip() for n in text.split(",") if n.strip())
+        unknown = [n for n in names if n not in allowed]
+        if unknown or not names:
+            raise argparse.ArgumentTypeError(f"expected names from {', '.join(allowed)}, got {text!r}")
+        return names
+    return parse
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--small", action="store_true", help="the Carol's first source chunks only")
@@ -263,12 +311,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--crux-root", type=Path, default=None, help="import crux_nb from this checkout")
     parser.add_argument("--print-unlabelled", action="store_true", help="print sampled names without a label")
     parser.add_argument("--before", type=Path, default=None, help="also measure this checkout; side by side")
+    parser.add_argument("--corpora", type=_names(CORPORA), default=None,
+                        help=f"comma-separated corpora to run (of {','.join(CORPORA)}); "
+                             "default all, or carol with --small")
+    parser.add_argument("--extractors", type=_names(EXTRACTORS), default=EXTRACTORS,
+                        help=f"comma-separated extractors to run (of {','.join(EXTRACTORS)}); default both")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     _setup_path(args.crux_root)
     from bench._common import OUT_DIR, fmt_num, markdown_table, write_summary, write_text
 
-    rows, notes = run(args.small, args.print_unlabelled)
+    rows, notes = run(args.small, args.print_unlabelled, args.corpora, args.extractors)
     if args.json:
         print(json.dumps(rows))
         return 0
@@ -277,6 +330,8 @@ def main(argv: list[str] | None = None) -> int:
 
         cmd = [sys.executable, str(Path(__file__).resolve()), "--crux-root", str(args.before), "--json"]
         cmd += ["--small"] if args.small else []
+        cmd += ["--corpora", ",".join(args.corpora)] if args.corpora else []
+        cmd += ["--extractors", ",".join(args.extractors)]
         env = {**os.environ, "PYTHONPATH": str(args.before)}  # the other checkout's crux_nb, not this one's
         before = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True, env=env).stdout.strip()
                             .splitlines()[-1])
@@ -288,7 +343,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"# Entity extraction quality, before ({args.before}) and after\n\n{table}\n\n{notes}\n")
         write_text(args.out or OUT_DIR / "entity_quality_before_after.md", table + "\n\n" + notes + "\n")
         return 0
-    out = args.out or OUT_DIR / ("entity_quality_small.md" if args.small else "entity_quality.md")
+    # a run of some corpora or extractors gets its own report, so it never stands in for the full one
+    part = "".join(f"_{n}" for n in (*(args.corpora or ()), *(args.extractors if args.extractors != EXTRACTORS else ())))
+    out = args.out or OUT_DIR / f"entity_quality{'_small' if args.small else ''}{part}.md"
     table = markdown_table(["measure", "value", "target", "verdict"],
                            [[r["measure"], fmt_num(float(r["ours"]), 3), r.get("target") or "", r.get("verdict", "info")]
                             for r in rows])

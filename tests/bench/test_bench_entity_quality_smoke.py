@@ -43,3 +43,25 @@ def test_scoring_helpers_can_fail():
     js = junk_scores("x", ["AND", "Scrooge", "Unread"], labels)
     assert js["junk_share"] == 0.5 and js["unlabelled"] == ["Unread"]
     assert sample(list(range(10)), 5) == [0, 2, 4, 6, 8]
+
+
+def test_corpora_option_parses_and_rejects():
+    import argparse
+
+    from entity_quality import CORPORA, _names
+
+    parse = _names(CORPORA)
+    assert parse("cmake, pyref") == ("cmake", "pyref")
+    for bad in ("cmake,nope", " , "):
+        with pytest.raises(argparse.ArgumentTypeError):
+            parse(bad)
+
+
+def test_cmake_labels_are_ok_or_junk_once_each():
+    from entity_quality import BENCH, load_labels
+
+    labels = load_labels(BENCH / "cmake_entity_labels.csv")
+    with (BENCH / "cmake_entity_labels.csv").open(encoding="utf-8") as fh:
+        n_rows = sum(1 for _ in fh) - 1
+    assert len(labels) == n_rows >= 50  # one label per (extractor, name): a repeated row would hide a relabel
+    assert set(labels.values()) <= {"ok", "junk"}
