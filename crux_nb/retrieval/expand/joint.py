@@ -83,7 +83,8 @@ def graph_scores(index, found, chunk_scores: np.ndarray | None, weight: float) -
     if chunk_scores is None:
         return support, np.zeros(len(rows)), rows >= 0
     relevance = np.where(rows >= 0, chunk_scores[np.maximum(rows, 0)], 0.0)
-    structural = np.isin(found.last_edge, [i for i, t in enumerate(index.type_names) if t in STRUCTURAL_TYPES])
+    is_structural = np.array([t in STRUCTURAL_TYPES for t in index.type_names] + [False])  # [-1]: no edge
+    structural = is_structural[found.last_edge]
     score = np.where(structural, relevance, relevance + support)
     keep = (rows >= 0) & ~(structural & (relevance <= 0))
     return score, relevance, keep
@@ -112,8 +113,9 @@ def joint_pool(index, found, chunk_scores: np.ndarray, taken_rows: np.ndarray, h
     score, relevance, keep = graph_scores(index, found, chunk_scores, weight)
     rows = index.row_of_code[found.codes]
     tail_rows, tail_ranks = _tail(head, taken_rows, room)
-    reached = np.isin(tail_rows, rows)  # already in the pool as graph candidates, scored there
-    tail_rows, tail_ranks = tail_rows[~reached], tail_ranks[~reached]
+    graph_rows = set(rows.tolist())  # a tail row the graph reached is in the pool already, scored there
+    kept = np.array([r not in graph_rows for r in tail_rows.tolist()], dtype=bool)
+    tail_rows, tail_ranks = tail_rows[kept], tail_ranks[kept]
     n = len(found.codes)
     tail_scores = chunk_scores[tail_rows]
     scores = np.concatenate([score, tail_scores])
@@ -134,10 +136,10 @@ def _tail(head: Callable[[int], np.ndarray], blocked: np.ndarray, room: int) -> 
     if room <= 0:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty
-    depth = room + len(blocked)
+    depth, blocked = room + len(blocked), set(blocked.tolist())
     while True:
         ranking = np.asarray(head(depth), dtype=np.int64)
-        free = np.flatnonzero(~np.isin(ranking, blocked))
+        free = np.array([i for i, r in enumerate(ranking.tolist()) if r not in blocked], dtype=np.int64)
         if len(free) >= room or len(ranking) < depth:  # enough, or the ranking has no more rows
             free = free[:room]
             return ranking[free], free + 1
