@@ -7,9 +7,12 @@ from __future__ import annotations
 import json
 import sys
 import warnings
+from collections import Counter
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import crux_nb
 from crux_nb.errors import CruxError, ParameterError
@@ -211,3 +214,15 @@ def test_a_stemmer_joins_word_forms():
     assert lexical_settings("f()", stemmer="language").stemmer_name() == "english"
     assert _top(kb, "iterating sequences")[0] == "loop.md"
     assert BM25Leg(stemmer=None).scores(kb.state, "iterating sequences").max() == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab_.:-  \n(é1Z")), max_size=40) | st.text(max_size=40))
+def test_the_crux_split_keeps_every_word_of_the_bm25s_split(text):
+    """Identifier terms are added, never substituted: a part alone still matches (CJK text aside, split anew)."""
+    crux = analyzer(lexical_settings("f()", stopwords=None))(text)
+    plain = analyzer(lexical_settings("f()", stopwords=None, tokenizer="bm25s"))(text)
+    if not any("\u3040" <= c <= "\ufaff" or "\uac00" <= c <= "\ud7af" or "\u1100" <= c <= "\u11ff" or
+               "\uff66" <= c <= "\uff9f" for c in text):
+        assert Counter(plain) <= Counter(crux)
+    assert crux == analyzer(lexical_settings("f()", stopwords=None))(text)  # deterministic

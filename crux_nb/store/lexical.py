@@ -183,7 +183,7 @@ _WORD = re.compile(r"(?u)\b\w\w+\b")  # bm25s.tokenize's default token pattern
 # Recall@10 0.9 (bench/lexical_settings.py)
 _COMPOUND = re.compile(r"(?u)(?<![\w.:\-])[^\W\d]\w*(?:(?:\.|::)\w+)+|(?<![\w\-])--?[^\W\d](?:[\w\-]*\w)?")
 # a cheap test for where _COMPOUND may match (a joined name or an option's dash): most prose chunks have neither
-_MAY_COMPOUND = re.compile(r"\w(?:\.|::)[^\W\d]|(?<![\w\-])--?[^\W\d]").search
+_MAY_COMPOUND = re.compile(r"\w(?:\.|::)\w|(?<![\w\-])--?[^\W\d]").search
 _UNDERSCORED = re.compile(r"(?u)\b\w*_\w*\b").findall
 _CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u1100-\u11ff\u3130-\u318f\uff66-\uff9f"
 _CJK = re.compile(f"[{_CJK_CHARS}]+")
