@@ -110,6 +110,11 @@ def test_identifiers_are_kept_whole_beside_their_parts():
         split("str.removeprefix, os.path.join, --verbose, __exit__, async_with"))
     assert "with" not in split("async_with")  # a part is a term like any other: English stop words drop it
     assert split("The end. Next") == ["end", "next"]  # a sentence's dot joins nothing
+    # an option after a space, a bracket, a double quote or a backtick; a plain-text dash after a word or a closing
+    # mark is punctuation, and _emphasis_ is markup: neither adds a term
+    assert {"-m", "--no-site", "--foo"} <= set(split('python -m venv "--no-site" ``--foo``'))
+    assert not any(t.startswith("-") for t in split("'Much!'--Marley said; so--and then;--in a seven-years'-dead"))
+    assert "did" not in split("_did_ it") and "exit" in split("__exit__")
     kb = _kb()
     assert _top(kb, "dict.setdefault")[0] == "dict.md"  # the exact identifier first
     assert set(_top(kb, "setdefault")) == {"dict.md", "parts.md"}  # the part alone still matches both
