@@ -200,7 +200,7 @@ def run(small: bool, out_path: Path | None, questions_path: str | None) -> str:
     settings = {k: v for k, v in SETTINGS.items() if v["stemmer"] is None or _stemmer_available()}
     data, notes = corpora(small, questions_path)
     if len(settings) < len(SETTINGS):
-        notes.append("PyStemmer not installed: stemmer rows skipped (pip install 'crux-nb[stem]')")
+        notes.append("PyStemmer not installed: stemmer rows skipped (pip install 'crux_nb[stem]')")
     results = {}
     with warnings.catch_warnings():  # queries of only stop words warn; the table counts them as misses
         warnings.simplefilter("ignore", UserWarning)

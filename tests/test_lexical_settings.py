@@ -210,7 +210,7 @@ def test_a_stemmer_without_pystemmer_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "Stemmer", None)  # import Stemmer raises ImportError
     with pytest.raises(CruxError, match="PyStemmer") as error:
         crux_nb.knowledge_base(stemmer="language")
-    assert error.value.code == "missing_dependency" and "crux-nb[stem]" in str(error.value)
+    assert error.value.code == "missing_dependency" and "crux_nb[stem]" in str(error.value)
 
 
 def test_a_stemmer_joins_word_forms():

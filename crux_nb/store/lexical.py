@@ -172,7 +172,7 @@ def _stemmer(name: str):
         import Stemmer
     except ImportError:
         raise CruxError("stemming needs the PyStemmer package.", code="missing_dependency",
-                        hint="pip install 'crux-nb[stem]' (or PyStemmer), or pass stemmer=None.") from None
+                        hint="pip install 'crux_nb[stem]' (or PyStemmer), or pass stemmer=None.") from None
     return Stemmer.Stemmer(name)
 
 
