@@ -10,6 +10,8 @@ Corpora (each question's recall = the share of its gold found in the first k hit
   (10 quick questions of ours);
 * the other technical corpora of ``bench/techdocs.py`` (CMake's help from the ``cmake`` wheel), with their
   ``bench/techdocs_<name>_questions.jsonl``, when that benchmark and the corpus are here (not with ``--small``);
+* ``carol``: A Christmas Carol (``../shared/data/christmas-carol``) with ``bench/carol_questions.csv``; a hit
+  matches a gold snippet when its whitespace-normalised content holds the snippet's first 40 characters;
 * ``sample``: the sample corpus and its 37 questions (chunk gold);
 * ``musique``, ``hotpotqa``, ``2wiki``: the multi-hop samples (one chunk per passage, source gold), when
   ``../shared/data/multihop`` is there.
@@ -130,6 +132,26 @@ def technical_corpora(notes: list[str]) -> list:
     return out
 
 
+def carol(notes: list[str]) -> list:
+    """A Christmas Carol, one source, with the expansion benchmark's questions (snippet gold)."""
+    roots = [ROOT.parent / "shared" / "data"]
+    if crux_nb.datasets.multihop_root() is not None:  # beside the multi-hop samples ($CRUX_MULTIHOP)
+        roots.append(crux_nb.datasets.multihop_root().parent)
+    book = next((r / "christmas-carol" / "a-christmas-carol.txt" for r in roots
+                 if (r / "christmas-carol" / "a-christmas-carol.txt").is_file()), None)
+    if book is None:
+        notes.append("A Christmas Carol not found: skipped")
+        return []
+    import csv
+
+    kb = crux_nb.knowledge_base(id="carol")
+    kb.add_text("a-christmas-carol.txt", book.read_text(encoding="utf-8"), format="text")
+    rows = list(csv.DictReader((QUICK.parent / "carol_questions.csv").open(encoding="utf-8")))
+    questions = [{"question": r["question"], "gold": [{"source_id": "a-christmas-carol.txt", "phrase": s}
+                                                      for s in r["gold"].split("||") if s.strip()]} for r in rows]
+    return [("carol", kb, passage_items(questions))]
+
+
 def corpora(small: bool, questions_path: str | None):
     """(name, kb, [(question, gold count, function hits -> matched gold ids)]) per corpus, and notes."""
     out, notes = [], []
@@ -139,6 +161,7 @@ def corpora(small: bool, questions_path: str | None):
     out.append(("pyref", kb, passage_items(qs)))
     if not small:
         out += technical_corpora(notes)
+    out += carol(notes)
     kb = crux_nb.datasets.load_sample()
     questions = crux_nb.datasets.load_sample_questions()
     out.append(("sample", kb, [(q, len(gold), lambda hits, gold=frozenset(gold): {str(h.ref) for h in hits} & gold)
@@ -177,7 +200,7 @@ def run(small: bool, out_path: Path | None, questions_path: str | None) -> str:
     settings = {k: v for k, v in SETTINGS.items() if v["stemmer"] is None or _stemmer_available()}
     data, notes = corpora(small, questions_path)
     if len(settings) < len(SETTINGS):
-        notes.append("PyStemmer not installed: stemmer rows skipped (pip install 'crux-nb[stem]')")
+        notes.append("PyStemmer not installed: stemmer rows skipped (pip install 'crux_nb[stem]')")
     results = {}
     with warnings.catch_warnings():  # queries of only stop words warn; the table counts them as misses
         warnings.simplefilter("ignore", UserWarning)

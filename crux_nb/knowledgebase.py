@@ -38,7 +38,7 @@ def knowledge_base(*, id: str = "kb", namespace: str | None = None, chunk_size: 
     ``stopwords``: ``"auto"`` (the language's list, or none when the text reads as code: there, stop words are
     keywords), ``"language"`` (the language's list, if bm25s ships one), ``None`` (none), another language's code,
     or your own list of words; ``stemmer``: ``None``, ``"language"`` or a language code (needs PyStemmer:
-    ``pip install 'crux-nb[stem]'``); ``tokenizer``: ``"crux"`` (identifiers such as ``dict.setdefault`` and
+    ``pip install 'crux_nb[stem]'``); ``tokenizer``: ``"crux"`` (identifiers such as ``dict.setdefault`` and
     ``--verbose`` kept whole beside their parts, CJK text split into character bigrams) or ``"bm25s"``
     (bm25s' own split). See :mod:`crux_nb.store.lexical`.
 

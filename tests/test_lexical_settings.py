@@ -7,9 +7,12 @@ from __future__ import annotations
 import json
 import sys
 import warnings
+from collections import Counter
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import crux_nb
 from crux_nb.errors import CruxError, ParameterError
@@ -107,6 +110,11 @@ def test_identifiers_are_kept_whole_beside_their_parts():
         split("str.removeprefix, os.path.join, --verbose, __exit__, async_with"))
     assert "with" not in split("async_with")  # a part is a term like any other: English stop words drop it
     assert split("The end. Next") == ["end", "next"]  # a sentence's dot joins nothing
+    # an option after a space, a bracket, a double quote or a backtick; a plain-text dash after a word or a closing
+    # mark is punctuation, and _emphasis_ is markup: neither adds a term
+    assert {"-m", "--no-site", "--foo"} <= set(split('python -m venv "--no-site" ``--foo``'))
+    assert not any(t.startswith("-") for t in split("'Much!'--Marley said; so--and then;--in a seven-years'-dead"))
+    assert "did" not in split("_did_ it") and "exit" in split("__exit__")
     kb = _kb()
     assert _top(kb, "dict.setdefault")[0] == "dict.md"  # the exact identifier first
     assert set(_top(kb, "setdefault")) == {"dict.md", "parts.md"}  # the part alone still matches both
@@ -202,7 +210,7 @@ def test_a_stemmer_without_pystemmer_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "Stemmer", None)  # import Stemmer raises ImportError
     with pytest.raises(CruxError, match="PyStemmer") as error:
         crux_nb.knowledge_base(stemmer="language")
-    assert error.value.code == "missing_dependency" and "crux-nb[stem]" in str(error.value)
+    assert error.value.code == "missing_dependency" and "crux_nb[stem]" in str(error.value)
 
 
 def test_a_stemmer_joins_word_forms():
@@ -211,3 +219,15 @@ def test_a_stemmer_joins_word_forms():
     assert lexical_settings("f()", stemmer="language").stemmer_name() == "english"
     assert _top(kb, "iterating sequences")[0] == "loop.md"
     assert BM25Leg(stemmer=None).scores(kb.state, "iterating sequences").max() == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab_.:-  \n(é1Z")), max_size=40) | st.text(max_size=40))
+def test_the_crux_split_keeps_every_word_of_the_bm25s_split(text):
+    """Identifier terms are added, never substituted: a part alone still matches (CJK text aside, split anew)."""
+    crux = analyzer(lexical_settings("f()", stopwords=None))(text)
+    plain = analyzer(lexical_settings("f()", stopwords=None, tokenizer="bm25s"))(text)
+    if not any("\u3040" <= c <= "\ufaff" or "\uac00" <= c <= "\ud7af" or "\u1100" <= c <= "\u11ff" or
+               "\uff66" <= c <= "\uff9f" for c in text):
+        assert Counter(plain) <= Counter(crux)
+    assert crux == analyzer(lexical_settings("f()", stopwords=None))(text)  # deterministic
