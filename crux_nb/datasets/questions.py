@@ -100,7 +100,7 @@ def read_questions(*, path: str | os.PathLike) -> pd.DataFrame:
 
     rows = [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
     frame = pd.DataFrame(rows, columns=["id", "question", "gold", "kind"])
-    frame["kind"] = frame["kind"].fillna("")
+    frame["kind"] = frame["kind"].astype(object).fillna("")  # all missing: a float column, no str fill
     for column in ("id", "question", "kind"):
         frame[column] = frame[column].astype("str")
     frame["gold"] = pd.Series(
