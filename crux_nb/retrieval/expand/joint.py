@@ -92,13 +92,8 @@ def graph_scores(index, found, chunk_scores: np.ndarray | None, weight: float) -
 
 def graph_pool(index, found, chunk_scores: np.ndarray | None, *, weight: float) -> Pool:
     """The traversal's candidates alone (``compete=False``, or no relevance from a retrieve step)."""
-    score, relevance, keep = graph_scores(index, found, chunk_scores, weight)
-    idx = np.flatnonzero(keep)
-    order = idx[np.lexsort((found.codes[idx], found.seed_rank[idx], found.distance[idx], -score[idx]))]
     empty = np.zeros(0, dtype=np.int64)
-    gated = int(((index.row_of_code[found.codes] >= 0) & ~keep).sum())
-    return Pool(order=order, score=score, relevance=relevance, graph=found.mass, n_graph=len(score),
-                tail_rows=empty, tail_ranks=empty, gated=gated)
+    return _ranked_pool(index, found, *graph_scores(index, found, chunk_scores, weight), empty, empty, np.zeros(0))
 
 
 def joint_pool(index, found, chunk_scores: np.ndarray, taken_rows: np.ndarray, head: Callable[[int], np.ndarray], *,
@@ -110,23 +105,29 @@ def joint_pool(index, found, chunk_scores: np.ndarray, taken_rows: np.ndarray, h
     rows of the ranking past the hits are enough: a row the graph reached is in the pool already, and any row
     below them scores less than each of them.
     """
-    score, relevance, keep = graph_scores(index, found, chunk_scores, weight)
-    rows = index.row_of_code[found.codes]
     tail_rows, tail_ranks = _tail(head, taken_rows, room)
-    graph_rows = set(rows.tolist())  # a tail row the graph reached is in the pool already, scored there
+    graph_rows = set(index.row_of_code[found.codes].tolist())  # a tail row the graph reached is scored there
     kept = np.array([r not in graph_rows for r in tail_rows.tolist()], dtype=bool)
     tail_rows, tail_ranks = tail_rows[kept], tail_ranks[kept]
+    return _ranked_pool(index, found, *graph_scores(index, found, chunk_scores, weight), tail_rows, tail_ranks,
+                        chunk_scores[tail_rows])
+
+
+def _ranked_pool(index, found, score: np.ndarray, relevance: np.ndarray, keep: np.ndarray, tail_rows: np.ndarray,
+                 tail_ranks: np.ndarray, tail_scores: np.ndarray) -> Pool:
+    """The kept graph candidates and the tail in one order: (score desc, distance, seed rank, ref); the tail has no
+    route, so it sorts after a graph candidate of equal score."""
     n = len(found.codes)
-    tail_scores = chunk_scores[tail_rows]
     scores = np.concatenate([score, tail_scores])
     codes = np.concatenate([found.codes, index.chunk_code[tail_rows]])
     distance = np.concatenate([found.distance, np.full(len(tail_rows), _FAR)])
     seed_rank = np.concatenate([found.seed_rank, np.full(len(tail_rows), _FAR)])
     pool = np.concatenate([np.flatnonzero(keep), n + np.arange(len(tail_rows))])
     order = pool[np.lexsort((codes[pool], seed_rank[pool], distance[pool], -scores[pool]))]
+    gated = int(((index.row_of_code[found.codes] >= 0) & ~keep).sum())
     return Pool(order=order, score=scores, relevance=np.concatenate([relevance, tail_scores]),
                 graph=np.concatenate([found.mass, np.zeros(len(tail_rows))]), n_graph=n, tail_rows=tail_rows,
-                tail_ranks=tail_ranks, gated=int(((rows >= 0) & ~keep).sum()))
+                tail_ranks=tail_ranks, gated=gated)
 
 
 def _tail(head: Callable[[int], np.ndarray], blocked: np.ndarray, room: int) -> tuple[np.ndarray, np.ndarray]:

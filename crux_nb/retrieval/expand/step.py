@@ -194,15 +194,20 @@ class ExpandRelationsStep(Step):
         evidence = [h for h in hits if isinstance(h, EvidenceHit)]
         seeds = self._seeds(evidence, context)
         index = binding.reader.traversal_index
+        seed_codes = [index.code.get(encode_ref(s)) for s in seeds]
         view = index.view(None if self.types is None else frozenset(self.types),
                           None if self.direction == "both" else (0 if self.direction == "out" else 1), self.fan_out)
         relevance = self.ranking == "relevance"
         weights = 1.0 / (np.arange(len(seeds)) + 1.0) if relevance else None
-        found = traverse(index, view, [index.code.get(encode_ref(s)) for s in seeds], depth=self.depth,
+        found = traverse(index, view, seed_codes, depth=self.depth,
                          entity_hops=self.hops, max_candidates=self.max_candidates, weights=weights, floor=self.floor,
                          damping=self.hop_damping)
         warnings += found.collapsed_warnings()  # as the trace shows them (collapse_warnings)
-        pool = self._rank(index, found, context, evidence) if relevance else self._upstream_order(found)
+        weight = self.weight_for(context.state) if relevance else None
+        # the hits' own codes: the first seeds when the hits seed, else looked up here (the tail must skip them)
+        hit_codes = seed_codes[:len(evidence)] if "hits" in self.seeds else \
+            [index.code.get(encode_ref(ChunkRef(h.source.id, h.chunk_id))) for h in evidence]
+        pool = self._rank(index, found, context, hit_codes, weight) if relevance else self._upstream_order(found)
         added, records, filled, skipped = self._hydrate(binding, index, view, found, pool, evidence)
         short = shortfall(self.limit, len(added), skipped, pool, competes=relevance and self.competes)
         if short is not None:
@@ -212,7 +217,7 @@ class ExpandRelationsStep(Step):
         return StepOutput(hits=hits + tuple(added), warnings=tuple(warnings), knowledge=trace,
                           details={"seeds": tuple(encode_ref(s) for s in seeds), "expansions": tuple(records),
                                    "filled": tuple(filled), "pruned": found.pruned, "skipped": skipped,
-                                   **({"graph_weight": self.weight_for(context.state)} if relevance else {})})
+                                   **({"graph_weight": weight} if relevance else {})})
 
     def _seeds(self, evidence: list[EvidenceHit], context: StepContext) -> list[KnowledgeRef]:
         seeds: list[KnowledgeRef] = []
@@ -236,7 +241,7 @@ class ExpandRelationsStep(Step):
         return Pool(order=order, score=None, relevance=None, graph=found.mass, n_graph=len(found.codes),
                     tail_rows=empty, tail_ranks=empty, gated=0)
 
-    def _rank(self, index, found, context: StepContext, evidence: list[EvidenceHit]) -> Pool:
+    def _rank(self, index, found, context: StepContext, hit_codes: list[int | None], weight: float) -> Pool:
         chunk_scores = context.extras.get(RELEVANCE_KEY) if isinstance(context.extras, dict) else None
         if callable(chunk_scores):  # retrieve leaves it to be computed on demand
             chunk_scores = chunk_scores()
@@ -244,14 +249,12 @@ class ExpandRelationsStep(Step):
             chunk_scores = np.asarray(chunk_scores, dtype=float)
             if len(chunk_scores) != len(index.chunk_code):
                 chunk_scores = None
-        weight = self.weight_for(context.state)
         if chunk_scores is None or not self.competes:
             return graph_pool(index, found, chunk_scores, weight=weight)
         head = context.extras.get(CHUNK_RANKING)
         if not callable(head):  # a producer that leaves relevance but no ranking: rank it here
             head = lambda top: ranked(chunk_scores, None, top=top)  # noqa: E731
-        codes = [index.code.get(encode_ref(ChunkRef(h.source.id, h.chunk_id))) for h in evidence]
-        taken = index.row_of_code[np.array([c for c in codes if c is not None], dtype=np.int64)]
+        taken = index.row_of_code[np.array([c for c in hit_codes if c is not None], dtype=np.int64)]
         # a filter or view hides rows from the ranking already
         return joint_pool(index, found, chunk_scores, taken[taken >= 0], head, room=self.limit, weight=weight)
 
