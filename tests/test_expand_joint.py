@@ -152,3 +152,19 @@ def test_the_default_graph_weight_follows_the_corpus_shape():
     assert PASSAGE_GRAPH_WEIGHT > DOCUMENT_GRAPH_WEIGHT
     upstream = passages.recipe(steps=[retrieve(limit=1), expand_relations(limit=1, ranking="upstream")])
     assert "graph_weight" not in upstream.retrieve_with_trace("gateway").trace.step("expand-relations").details
+
+
+def test_the_shortfall_word_suggests_compete_only_where_it_is_open():
+    kb = one_source()
+    for steps in ([retrieve(limit=1), expand_relations(limit=3, types=["sequence"], ranking="upstream")],
+                  [custom_seeds(), expand_relations(limit=3, types=["sequence"])]):
+        trace = kb.recipe(steps=steps).retrieve_with_trace("gateway launch").trace
+        (warning,) = [w for w in trace.step("expand-relations").warnings if w.startswith("expand_relations added")]
+        assert "compete=True" not in warning and "retrieve step ranked" not in warning
+
+
+def custom_seeds():
+    from crux_nb.retrieval import custom_step
+
+    return custom_step(lambda inp, ctx: [ctx.knowledge.reader.hydrate("chunk:s:seed")], id="seed-hits",
+                       phase=("queries", "hits"))

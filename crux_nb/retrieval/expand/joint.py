@@ -26,7 +26,7 @@ questions and two multi-hop samples (bench/techdocs.py, bench/multihop.py; bench
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -72,6 +72,7 @@ class Pool:
     tail_rows: np.ndarray  # chunk rows of the retrieve tail, in pool order past n_graph
     tail_ranks: np.ndarray  # their 1-based rank in the retrieve step's ordering
     gated: int  # structural neighbours left out for having no relevance to the query
+    competed: bool = False  # the retrieve step's next candidates were in the pool
 
 
 def graph_scores(index, found, chunk_scores: np.ndarray | None, weight: float) -> tuple[np.ndarray, ...]:
@@ -109,8 +110,9 @@ def joint_pool(index, found, chunk_scores: np.ndarray, taken_rows: np.ndarray, h
     graph_rows = set(index.row_of_code[found.codes].tolist())  # a tail row the graph reached is scored there
     kept = np.array([r not in graph_rows for r in tail_rows.tolist()], dtype=bool)
     tail_rows, tail_ranks = tail_rows[kept], tail_ranks[kept]
-    return _ranked_pool(index, found, *graph_scores(index, found, chunk_scores, weight), tail_rows, tail_ranks,
+    pool = _ranked_pool(index, found, *graph_scores(index, found, chunk_scores, weight), tail_rows, tail_ranks,
                         chunk_scores[tail_rows])
+    return replace(pool, competed=True)
 
 
 def _ranked_pool(index, found, score: np.ndarray, relevance: np.ndarray, keep: np.ndarray, tail_rows: np.ndarray,
@@ -147,9 +149,10 @@ def _tail(head: Callable[[int], np.ndarray], blocked: np.ndarray, room: int) -> 
         depth *= 2
 
 
-def shortfall(limit: int, added: int, skipped: dict[str, int], pool: Pool, *, competes: bool) -> str | None:
+def shortfall(limit: int, added: int, skipped: dict[str, int], pool: Pool, *, can_compete: bool) -> str | None:
     """The trace's word when fewer hits than ``limit`` were added: how many candidates there were and where the
-    others went (None when the budget was filled)."""
+    others went (None when the budget was filled). ``can_compete``: ``compete=True`` is open to the step (the
+    relevance ranking after a retrieve step), so the word may suggest it."""
     if added >= limit:
         return None
     parts = [f"{skipped[name]} {label}" for name, label in
@@ -157,10 +160,10 @@ def shortfall(limit: int, added: int, skipped: dict[str, int], pool: Pool, *, co
               ("gated", "structural neighbours with no relevance to the query"))
              if skipped.get(name)]
     where = f" ({', '.join(parts)})" if parts else ""
-    if competes:
+    if pool.competed:
         more = "; the retrieve step ranked no further chunk" if not len(pool.tail_rows) else ""
     else:
-        more = "; compete=True would let the retrieve step's next candidates fill the budget"
+        more = "; compete=True would let the retrieve step's next candidates fill the budget" if can_compete else ""
     found = skipped.get("candidates", 0) + skipped.get("gated", 0)
     return (f"expand_relations added {added} of {limit} hit{'s' if limit != 1 else ''}: {found} "
             f"candidate{'s' if found != 1 else ''} in all{where}{more}.")

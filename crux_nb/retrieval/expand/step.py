@@ -209,7 +209,8 @@ class ExpandRelationsStep(Step):
             [index.code.get(encode_ref(ChunkRef(h.source.id, h.chunk_id))) for h in evidence]
         pool = self._rank(index, found, context, hit_codes, weight) if relevance else self._upstream_order(found)
         added, records, filled, skipped = self._hydrate(binding, index, view, found, pool, evidence)
-        short = shortfall(self.limit, len(added), skipped, pool, competes=relevance and self.competes)
+        has_relevance = callable(context.extras.get(RELEVANCE_KEY)) if isinstance(context.extras, dict) else False
+        short = shortfall(self.limit, len(added), skipped, pool, can_compete=relevance and has_relevance)
         if short is not None:
             warnings.append(short)
         trace = KnowledgeTrace(contributor="expand-relations", coverage="exact", coverage_basis=COVERAGE_BASIS,
