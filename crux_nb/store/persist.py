@@ -40,6 +40,7 @@ from .generations import (FORMAT, GEN, RESTORE, Base, check_version, current_poi
 from .imports import read_import, save_import
 from .lease import Lease
 from .lexical import settings_record
+from .parts import PartPool, part_pool, write_table
 from .state import KBState
 
 FORMAT_VERSION = 2
@@ -168,9 +169,10 @@ def save(kb: Any, path: str | os.PathLike, *, partition_rows: int = PARTITION_RO
         _remove_partials(root)
         tmp = root / "generations" / f".tmp-{generation}-{uuid.uuid4().hex[:8]}"
         tmp.mkdir()
+        pool = part_pool(root)  # parts of the kept generations: unchanged ones are linked, not written again
         tables = {}
         for table in SCHEMAS:
-            tables[table] = _write_table(tmp / table, _to_storable(state.frame(table), table), partition_rows)
+            tables[table] = _write_table(tmp / table, _to_storable(state.frame(table), table), partition_rows, pool)
             lease.heartbeat()
         manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": generation,
                     "kb": {"id": kb.id, "namespace": kb.namespace, "chunk_size": kb.chunk_size,
@@ -178,7 +180,7 @@ def save(kb: Any, path: str | os.PathLike, *, partition_rows: int = PARTITION_RO
                     "tables": tables}
         if getattr(kb, "graphrag", None) is not None:  # import details travel with the knowledge base
             manifest["imported"] = save_import(kb.graphrag, tmp / "imported",
-                                               lambda folder, frame: _write_table(folder, frame, partition_rows))
+                                               lambda folder, frame: _write_table(folder, frame, partition_rows, pool))
         if kb.communities_config is not None:
             manifest["communities"] = communities_record(kb.communities_config)
         elif getattr(kb, "saved_communities", None):  # opened without its model: keep what was saved
@@ -221,20 +223,10 @@ def _kept_setting(root: Path) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else KEEP_GENERATIONS
 
 
-def _write_table(folder: Path, frame: pd.DataFrame, partition_rows: int) -> dict:
-    """One Parquet file per ``partition_rows`` rows (at least one file, so empty tables keep their schema)."""
-    folder.mkdir()
-    schema = pa.Schema.from_pandas(frame, preserve_index=False)
-    parts = []
-    for number, start in enumerate(range(0, max(len(frame), 1), partition_rows)):
-        file = folder / f"part-{number:05d}.parquet"
-        piece = frame.iloc[start:start + partition_rows]
-        pq.write_table(pa.Table.from_pandas(piece, schema=schema, preserve_index=False), file)
-        with open(file, "rb+") as fh:
-            os.fsync(fh.fileno())
-        parts.append({"file": file.name, "rows": len(piece), "sha256": _sha256(file)})
-    _fsync_dir(folder)
-    return {"folder": folder.name, "rows": len(frame), "parts": parts}
+def _write_table(folder: Path, frame: pd.DataFrame, partition_rows: int, pool: PartPool | None = None) -> dict:
+    """The table's part files (:func:`crux_nb.store.parts.write_table`: cut by content, at most
+    ``partition_rows`` rows each, parts an earlier kept generation has already linked instead of written)."""
+    return write_table(folder, frame, partition_rows=partition_rows, pool=pool)
 
 
 def _remove_partials(root: Path) -> None:

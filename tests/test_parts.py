@@ -1,0 +1,128 @@
+"""Incremental saves (issue 35): tables cut into parts by content, unchanged parts linked between generations."""
+
+from __future__ import annotations
+
+import os
+
+import pandas as pd
+import pytest
+
+import crux_nb
+from crux_nb.store import parts
+from crux_nb.store.parts import cut_points
+from crux_nb.testing import assert_kb_equal
+
+
+def _kb(n_sources: int = 60) -> crux_nb.KnowledgeBase:
+    kb = crux_nb.knowledge_base(id="parts", chunk_size=200)
+    for i in range(n_sources):
+        body = "\n\n".join(f"Paragraph {j} of note {i} about topic {i % 7} and item {j * i % 11}." for j in range(6))
+        kb.add_text(f"note-{i:03d}.md", f"# Note {i}\n\n{body}")
+    return kb
+
+
+def _files(generation) -> dict[tuple[int, int], int]:
+    """(device, inode) -> size of every part file of a generation folder."""
+    out = {}
+    for file in generation.rglob("part-*.parquet"):
+        stat = file.stat()
+        out[(stat.st_dev, stat.st_ino)] = stat.st_size
+    return out
+
+
+def _new_bytes(root, old: str, new: str) -> tuple[int, int]:
+    """(bytes in files the new generation did not share with the old one, all its part bytes)."""
+    before = _files(root / "generations" / old)
+    after = _files(root / "generations" / new)
+    return sum(size for key, size in after.items() if key not in before), sum(after.values())
+
+
+@pytest.fixture
+def small_parts(monkeypatch):
+    monkeypatch.setattr(parts, "PART_BYTES", 2_000)  # a few-kilobyte KB then has many parts, like a big one
+
+
+def test_a_small_change_writes_a_small_share_of_the_bytes(tmp_path, small_parts):
+    kb = _kb()
+    root = tmp_path / "kb"
+    kb.save(root)
+    assert len(list((root / "generations" / "g000001" / "chunks").iterdir())) >= 8
+    kb.add_text("zz-late.md", "# Late\n\nOne small late note.")
+    kb.save(root)
+    written, total = _new_bytes(root, "g000001", "g000002")
+    assert 0 < written < 0.25 * total, (written, total)
+    assert_kb_equal(kb, crux_nb.open(root))
+    # an unchanged table is the same files, linked: the old generation's deletion keeps them
+    kb.remove("note-030.md")
+    kb.save(root, keep=1)
+    assert crux_nb.history(root)["generation"].tolist() == ["g000003"]
+    assert_kb_equal(kb, crux_nb.open(root, verify=True))
+
+
+def test_an_unchanged_save_writes_no_part(tmp_path, small_parts):
+    kb = _kb(20)
+    root = tmp_path / "kb"
+    kb.save(root)
+    kb.save(root)
+    written, total = _new_bytes(root, "g000001", "g000002")
+    assert written == 0 and total > 0
+
+
+def test_without_hard_links_parts_are_copied(tmp_path, small_parts, monkeypatch):
+    kb = _kb(20)
+    root = tmp_path / "kb"
+    kb.save(root)
+
+    def no_link(src, dst):
+        raise OSError(1, "Operation not permitted")
+
+    monkeypatch.setattr(parts.os, "link", no_link)
+    kb.add_text("zz.md", "# Z\n\nZed.")
+    kb.save(root)
+    written, total = _new_bytes(root, "g000001", "g000002")
+    assert written == total > 0  # every file its own (copied)
+    assert_kb_equal(kb, crux_nb.open(root))
+
+
+def test_a_damaged_earlier_part_is_written_again_not_linked(tmp_path, small_parts):
+    kb = _kb(20)
+    root = tmp_path / "kb"
+    kb.save(root)
+    victim = sorted((root / "generations" / "g000001" / "chunks").iterdir())[0]
+    victim.write_bytes(victim.read_bytes()[:-10])  # shorter than the manifest says
+    kb.add_text("zz.md", "# Z\n\nZed.")
+    kb.save(root)
+    assert_kb_equal(kb, crux_nb.open(root, verify=True))
+
+
+def test_cut_points_move_only_around_an_insert(small_parts):
+    frame = pd.DataFrame({"key": [f"k{i:05d}" for i in range(3000)], "text": ["x" * 40] * 3000})
+    spans, bits = cut_points(frame, partition_rows=10_000)
+    assert bits is not None and len(spans) > 10
+    inserted = pd.concat([frame.iloc[:1500], pd.DataFrame({"key": ["k01499a"], "text": ["y"]}), frame.iloc[1500:]],
+                         ignore_index=True)
+    again, same_bits = cut_points(inserted, partition_rows=10_000, previous_bits=bits)
+    assert same_bits == bits
+
+    def pieces(f, s):
+        return [tuple(f["key"].iloc[a:b]) for a, b in s]
+
+    before, after = set(pieces(frame, spans)), set(pieces(inserted, again))
+    assert len(before - after) == 1 and len(after - before) == 1  # one part changed, all others kept their rows
+    assert spans[-1][1] == 3000 and all(b > a for a, b in spans)
+
+
+def test_partition_rows_still_bounds_every_part(small_parts):
+    frame = pd.DataFrame({"key": ["same"] * 500, "text": ["x" * 40] * 500})  # one key: no content boundary
+    spans, _ = cut_points(frame, partition_rows=64)
+    assert max(b - a for a, b in spans) == 64 and spans[-1][1] == 500 and len(spans) == 8
+
+
+def test_hard_links_are_used_where_the_file_system_has_them(tmp_path, small_parts):
+    kb = _kb(20)
+    root = tmp_path / "kb"
+    kb.save(root)
+    kb.save(root)
+    first = root / "generations" / "g000001" / "documents" / "part-00000.parquet"
+    second = root / "generations" / "g000002" / "documents" / "part-00000.parquet"
+    assert os.path.samefile(first, second) and first.stat().st_nlink == 2
