@@ -7,6 +7,7 @@ from typing import Any
 
 from .knowledgebase import KnowledgeBase
 from .store import persist
+from .retrieval.retriever.lexical_store import NAME as LEXICAL, install_lexical
 from .store.lexical import settings_from_record
 
 __all__ = ["open_knowledge_base"]
@@ -37,6 +38,7 @@ def open_knowledge_base(path: str | os.PathLike, *, verify: bool = True, communi
     communities(model='offline', id='communities', resolution=1.0, seed=3)
     """
     saved = persist.read_saved(path, verify=verify, generation=generation)
+    install_indexes(saved.state, saved.indexes)
     meta = saved.manifest["kb"]
     # a manifest from before the lexical settings: the behaviour it was built with (bm25s' split, English stop words)
     kb = KnowledgeBase(id=meta["id"], namespace=meta["namespace"], chunk_size=meta["chunk_size"], state=saved.state,
@@ -49,3 +51,13 @@ def open_knowledge_base(path: str | os.PathLike, *, verify: bool = True, communi
     elif isinstance(saved.manifest.get("communities"), dict):
         kb.restore_communities(saved.manifest["communities"])
     return kb
+
+
+def install_indexes(state: Any, indexes: dict | None) -> None:
+    """Hand the indexes saved with a generation to their owners (each checks they fit ``state``)."""
+    found = (indexes or {}).get(LEXICAL)
+    if found is not None:
+        try:
+            install_lexical(state, found.params, found.frames)
+        except (KeyError, TypeError, ValueError):
+            pass  # derived data that does not fit: the lexical leg rebuilds it on first use

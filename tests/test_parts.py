@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import pandas as pd
@@ -126,3 +127,82 @@ def test_hard_links_are_used_where_the_file_system_has_them(tmp_path, small_part
     first = root / "generations" / "g000001" / "documents" / "part-00000.parquet"
     second = root / "generations" / "g000002" / "documents" / "part-00000.parquet"
     assert os.path.samefile(first, second) and first.stat().st_nlink == 2
+
+
+# ------------------------------------------------------------------ indexes saved with the generation
+def _query(kb, text="topic 3 item"):
+    return [(str(h.ref), round(h.score, 6)) for h in kb.recipe(steps=[crux_nb.retrieve(limit=5)]).retrieve(text)]
+
+
+def _no_tokenizing(monkeypatch):
+    from crux_nb.retrieval.retriever import lexical_index
+
+    def refuse(self, texts):
+        raise AssertionError("tokenized again")
+
+    monkeypatch.setattr(lexical_index.SharedTokens, "tokenize", refuse)
+
+
+def test_the_lexical_index_is_saved_and_reused_by_open(tmp_path, monkeypatch):
+    kb = _kb(20)
+    expected = _query(kb)
+    root = tmp_path / "kb"
+    kb.save(root)
+    manifest = json.loads((root / "generations" / "g000001" / "manifest.json").read_text())
+    assert set(manifest["indexes"]["lexical"]["frames"]) == {"vocab", "sources", "postings", "lengths"}
+    _no_tokenizing(monkeypatch)
+    opened = crux_nb.open(root)
+    assert _query(opened) == expected
+    monkeypatch.undo()
+    opened.add_text("zz.md", "# Z\n\nTopic 3 item zed.")  # only the new source is tokenized
+    fresh = _kb(20)
+    fresh.add_text("zz.md", "# Z\n\nTopic 3 item zed.")
+    assert _query(opened) == _query(fresh)
+
+
+@pytest.mark.parametrize("damage", ["fingerprint", "part", "vocab_count"])
+def test_a_saved_index_that_does_not_fit_is_rebuilt_not_trusted(tmp_path, damage):
+    kb = _kb(20)
+    expected = _query(kb)
+    root = tmp_path / "kb"
+    kb.save(root)
+    folder = root / "generations" / "g000001"
+    manifest_file = folder / "manifest.json"
+    manifest = json.loads(manifest_file.read_text())
+    index = manifest["indexes"]["lexical"]
+    if damage == "fingerprint":
+        index["fingerprint"] = "0" * 64
+    elif damage == "vocab_count":
+        index["params"]["vocab"] += 1  # and a fingerprint that matches the lie
+        from crux_nb.store.indexes import fingerprint
+
+        index["fingerprint"] = fingerprint(manifest["tables"], index["depends"], index["params"])
+    else:
+        part = folder / "indexes" / "lexical" / "postings" / "part-00000.parquet"
+        part.write_bytes(b"PAR1 not parquet")
+    manifest_file.write_text(json.dumps(manifest))
+    opened = crux_nb.open(root, verify=damage != "part")
+    assert ("bm25-tokens" in str(list(opened.state.shared))) is False
+    assert _query(opened) == expected
+
+
+def test_a_generation_without_indexes_still_opens(tmp_path):
+    kb = _kb(5)
+    root = tmp_path / "kb"
+    kb.save(root)
+    manifest_file = root / "generations" / "g000001" / "manifest.json"
+    manifest = json.loads(manifest_file.read_text())
+    del manifest["indexes"]
+    manifest_file.write_text(json.dumps(manifest))
+    assert _query(crux_nb.open(root)) == _query(kb)
+
+
+def test_index_parts_of_unchanged_sources_are_linked(tmp_path, small_parts):
+    kb = _kb()
+    root = tmp_path / "kb"
+    kb.save(root)
+    kb.add_text("zz-late.md", "# Late\n\nOne small late note.")
+    kb.save(root)
+    old = _files(root / "generations" / "g000001" / "indexes")
+    new = _files(root / "generations" / "g000002" / "indexes")
+    assert len(new) > 4 and sum(v for k, v in new.items() if k not in old) < 0.3 * sum(new.values())

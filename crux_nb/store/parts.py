@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 
 from .generations import generation_folder, inside, kept
 
-__all__ = ["PART_BYTES", "PartPool", "part_pool", "cut_points", "write_table"]
+__all__ = ["PART_BYTES", "PartPool", "part_pool", "cut_points", "write_table", "sha256_file", "fsync_dir"]
 
 #: About this much text (uncompressed) per part of a big table: one small change rewrites about this much.
 PART_BYTES = 1 << 20
@@ -86,26 +86,39 @@ def _link_or_copy(source: Path, target: Path) -> None:
             os.fsync(fh.fileno())
 
 
-def part_pool(root: Path, *, tables_key: str = "tables") -> PartPool:
-    """Every part listed by a kept generation's manifest (damaged or half-deleted generations are skipped;
-    a listed file that is gone is simply not reused)."""
+def part_pool(root: Path) -> PartPool:
+    """Every part listed by a kept generation's manifest, tables and saved indexes (damaged or half-deleted
+    generations are skipped; a listed file that is gone is simply not reused)."""
     parts: dict[str, Reusable] = {}
     cuts: dict[str, int] = {}
     for generation in kept(root):
         try:
             folder = generation_folder(root, generation)
             manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-            tables = manifest[tables_key]
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, TypeError):
             continue
-        for table, entry in (tables.items() if isinstance(tables, dict) else ()):
-            if not isinstance(entry, dict) or not isinstance(entry.get("parts"), list):
-                continue
+        for name, where, entry in _datasets(manifest, folder):
             if isinstance(entry.get("cut_bits"), int):
-                cuts[table] = entry["cut_bits"]  # the newest generation's choice wins (kept() is oldest first)
+                cuts[name] = entry["cut_bits"]  # the newest generation's choice wins (kept() is oldest first)
             for part in entry["parts"]:
-                _add(parts, root, folder / table, part)
+                _add(parts, root, where, part)
     return PartPool(parts, cuts)
+
+
+def _datasets(manifest: Any, folder: Path):
+    """(name, folder, entry) of every part-file dataset a manifest lists: its tables, then its indexes' frames."""
+    if not isinstance(manifest, dict):
+        return
+    tables = manifest.get("tables")
+    for table, entry in (tables.items() if isinstance(tables, dict) else ()):
+        if isinstance(entry, dict) and isinstance(entry.get("parts"), list) and isinstance(table, str):
+            yield table, folder / table, entry
+    indexes = manifest.get("indexes")
+    for name, index in (indexes.items() if isinstance(indexes, dict) else ()):
+        frames = index.get("frames") if isinstance(index, dict) else None
+        for frame, entry in (frames.items() if isinstance(frames, dict) else ()):
+            if isinstance(entry, dict) and isinstance(entry.get("parts"), list) and "/" not in f"{name}{frame}":
+                yield f"{name}/{frame}", folder / "indexes" / name / frame, entry
 
 
 def _add(parts: dict[str, Reusable], root: Path, folder: Path, part: Any) -> None:
@@ -193,7 +206,7 @@ def write_table(folder: Path, frame: pd.DataFrame, *, partition_rows: int, pool:
             _write_bytes(file, data)
             pool.written += len(data)
         parts.append({"file": file.name, "rows": end - start, "sha256": digest, "bytes": len(data)})
-    _fsync_dir(folder)
+    fsync_dir(folder)
     entry = {"folder": folder.name, "rows": len(frame), "parts": parts}
     if bits is not None:
         entry["cut_bits"] = bits
@@ -207,7 +220,17 @@ def _write_bytes(file: Path, data: bytes) -> None:
         os.fsync(fh.fileno())
 
 
-def _fsync_dir(path: Path) -> None:
+def sha256_file(path: Path) -> str:
+    """The SHA-256 of a file's bytes (hex), read a megabyte at a time."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a folder's new entries durable (a rename or link is in the folder, not the file)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)

@@ -40,7 +40,8 @@ from .generations import (FORMAT, GEN, RESTORE, Base, check_version, current_poi
 from .imports import read_import, save_import
 from .lease import Lease
 from .lexical import settings_record
-from .parts import PartPool, part_pool, write_table
+from .indexes import read_indexes, write_indexes
+from .parts import PartPool, fsync_dir, part_pool, sha256_file, write_table
 from .state import KBState
 
 FORMAT_VERSION = 2
@@ -53,14 +54,6 @@ _PART = re.compile(r"^part-\d{5}\.parquet$")
 LATER_TABLES = frozenset({"embeddings"})
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _write_json(path: Path, value: Any) -> None:
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
@@ -68,15 +61,7 @@ def _write_json(path: Path, value: Any) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
-    _fsync_dir(path.parent)
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    fsync_dir(path.parent)
 
 
 def _to_storable(frame: pd.DataFrame, table: str) -> pd.DataFrame:
@@ -151,6 +136,8 @@ def save(kb: Any, path: str | os.PathLike, *, partition_rows: int = PARTITION_RO
     _check_save_options(partition_rows, overwrite, merge, keep)
     root = Path(path)
     _check_target(root)
+    before = kb.state
+    provided = _index_frames(kb, before)  # tokenizing is the slow part: done before the lease is taken
     (root / "generations").mkdir(parents=True, exist_ok=True)
     inside(root, root / "generations", "the generations folder")
     with Lease(root / "lease") as lease:
@@ -178,6 +165,11 @@ def save(kb: Any, path: str | os.PathLike, *, partition_rows: int = PARTITION_RO
                     "kb": {"id": kb.id, "namespace": kb.namespace, "chunk_size": kb.chunk_size,
                            "lexical": settings_record(kb.lexical)},
                     "tables": tables}
+        if state is not before:  # merged onto a newer generation: its indexes are those of the merged state
+            provided = _index_frames(kb, state)
+        if provided:
+            manifest["indexes"] = write_indexes(tmp, provided, tables, partition_rows=partition_rows, pool=pool)
+            lease.heartbeat()
         if getattr(kb, "graphrag", None) is not None:  # import details travel with the knowledge base
             manifest["imported"] = save_import(kb.graphrag, tmp / "imported",
                                                lambda folder, frame: _write_table(folder, frame, partition_rows, pool))
@@ -188,12 +180,17 @@ def save(kb: Any, path: str | os.PathLike, *, partition_rows: int = PARTITION_RO
         _write_json(tmp / "manifest.json", manifest)
         final = root / "generations" / generation
         os.rename(tmp, final)
-        _fsync_dir(final.parent)
+        fsync_dir(final.parent)
         _write_json(root / "CURRENT", {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": generation,
                                        "keep": keep})
         _cleanup(root, keep_current=generation, count=keep)
         kb.published(state, Base(generation, manifest_digest(final)))
     return generation
+
+
+def _index_frames(kb: Any, state: KBState) -> dict:  # kb.index_frames: see crux_nb.store.indexes
+    provider = getattr(kb, "index_frames", None)
+    return provider(state) if callable(provider) else {}
 
 
 def communities_record(config: Any) -> dict:
@@ -258,6 +255,7 @@ class Saved:
     state: KBState
     base: Base
     graphrag: Any = None  # a GraphRAGImport, when the knowledge base was imported from GraphRAG
+    indexes: Any = None  # {name: SavedIndex}: the saved indexes that match its tables (crux_nb.store.indexes)
 
 
 def read_saved(path: str | os.PathLike, *, verify: bool = True, generation: str | None = None) -> Saved:
@@ -280,7 +278,8 @@ def read_saved(path: str | os.PathLike, *, verify: bool = True, generation: str 
     folder = generation_folder(root, generation) / "imported"
     graphrag = read_import(manifest.get("imported"), lambda name, entry: _read_parts(
         root, folder, generation, name, entry, verify=verify, what=f"imported table {name!r}"))
-    return Saved(root, manifest, state, Base(generation, digest), graphrag)
+    indexes = read_indexes(root, generation_folder(root, generation), manifest, verify=verify, sha256=sha256_file)
+    return Saved(root, manifest, state, Base(generation, digest), graphrag, indexes)
 
 
 def read_current(path: str | os.PathLike, *, verify: bool = True) -> tuple[Path, dict, KBState]:
@@ -360,7 +359,7 @@ def _read_parts(root: Path, folder: Path, generation: str, table: str, entry: An
         if not file.exists():
             raise StorageError(f"{where} is missing ({file.relative_to(folder)}).",
                                hint="the folder was changed by hand; restore it from a backup.")
-        if verify and _sha256(file) != part.get("sha256"):
+        if verify and sha256_file(file) != part.get("sha256"):
             raise StorageError(f"{where} is corrupted (checksum mismatch).", hint="the file was changed after saving.")
         try:
             piece = pq.read_table(file).to_pandas()
