@@ -105,12 +105,14 @@ def read_base(root: Path) -> Base | None:
 
 
 def kept(root: Path) -> list[str]:
-    """The generation ids kept in the folder, oldest first."""
+    """The committed generation ids kept in the folder, oldest first (see ``crux_nb.store.commit``)."""
     gens = root / "generations"
     if not gens.is_dir():
         return []
     inside(root, gens, "the generations folder")
-    return sorted(p.name for p in gens.iterdir() if GEN.match(p.name))
+    from .commit import committed  # the commit protocol decides what counts as committed
+
+    return committed(root)
 
 
 def history(path: str | os.PathLike) -> pd.DataFrame:

@@ -35,6 +35,7 @@ import pyarrow.parquet as pq
 
 from ..errors import ConflictError, NotFoundError, ParameterError, StorageError
 from ..schema import JSON_COLUMNS, SCHEMAS, TUPLE_COLUMNS, coerce, empty_frame, frozen_metadata, has_surrogate
+from . import commit
 from .generations import (FORMAT, GEN, RESTORE, Base, check_version, current_pointer, generation_folder, inside,
                           kept, manifest_digest, read_base)
 from .imports import read_import, save_import
@@ -145,53 +146,72 @@ def save(kb: Any, path: str | os.PathLike, *, partition_rows: int = PARTITION_RO
     """Write ``kb`` as a new generation and make it current; returns the generation id.
 
     Publishes only if the folder's current generation is still the one ``kb`` was read from (checked under the
-    build lease, together with the publish); otherwise raises :class:`ConflictError` unless ``overwrite`` or
-    ``merge`` says what to do (see ``KnowledgeBase.save``)."""
+    build lease, and again by the compare-and-swap that commits: ``crux_nb.store.commit``); otherwise raises
+    :class:`ConflictError` unless ``overwrite`` or ``merge`` says what to do (see ``KnowledgeBase.save``)."""
     _check_save_options(partition_rows, overwrite, merge, keep)
     root = Path(path)
     _check_target(root)
-    (root / "generations").mkdir(parents=True, exist_ok=True)
+    try:
+        (root / "generations").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise commit.storage_error(root, exc, "creating the folder") from None
     inside(root, root / "generations", "the generations folder")
     with Lease(root / "lease") as lease:
         current = read_base(root)
-        state: KBState = kb.state
+        snapshot: KBState = kb.state  # what this save writes; changes made meanwhile stay in memory (saved_as)
+        state = snapshot
         if current is not None and current != kb.base and not overwrite:
             if not merge or kb.base is None:
                 raise conflict(root, current, kb.base)
             from .merge import merge_onto
 
-            state = merge_onto(root, kb, current, read=lambda g: _read_generation(root, g, verify=True)[1])
-        existing = kept(root)
-        number = int(GEN.match(existing[-1]).group(1)) + 1 if existing else 1
-        generation = f"g{number:06d}"
+            state = merge_onto(root, kb, current, read=lambda g: _read_generation(root, g, verify=True)[1],
+                               mine=snapshot)
+        generation = f"g{commit.next_number(root):06d}"
         keep = keep or _kept_setting(root)
-        _remove_partials(root)
         tmp = root / "generations" / f".tmp-{generation}-{uuid.uuid4().hex[:8]}"
-        tmp.mkdir()
-        tables = {}
-        for table in SCHEMAS:
-            tables[table] = _write_table(tmp / table, _to_storable(state.frame(table), table), partition_rows)
-            lease.heartbeat()
-        manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": generation,
-                    "kb": {"id": kb.id, "namespace": kb.namespace, "chunk_size": kb.chunk_size,
-                           "lexical": settings_record(kb.lexical)},
-                    "tables": tables}
-        if getattr(kb, "graphrag", None) is not None:  # import details travel with the knowledge base
-            manifest["imported"] = save_import(kb.graphrag, tmp / "imported",
-                                               lambda folder, frame: _write_table(folder, frame, partition_rows))
-        if kb.communities_config is not None:
-            manifest["communities"] = communities_record(kb.communities_config)
-        elif getattr(kb, "saved_communities", None):  # opened without its model: keep what was saved
-            manifest["communities"] = kb.saved_communities
-        _write_json(tmp / "manifest.json", manifest)
-        final = root / "generations" / generation
-        os.rename(tmp, final)
-        _fsync_dir(final.parent)
-        _write_json(root / "CURRENT", {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": generation,
-                                       "keep": keep})
-        _cleanup(root, keep_current=generation, count=keep)
-        kb.published(state, Base(generation, manifest_digest(final)))
+        try:
+            tmp.mkdir()
+            _write_generation(kb, state, tmp, generation, partition_rows, lease)
+        except FileNotFoundError:  # our temporary folder vanished: a save that took the lease over removed it
+            raise commit.taken_over(root, generation, base=None if current is None else current.generation) from None
+        except OSError as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise commit.storage_error(root, exc, f"writing generation {generation}") from None
+        final = commit.claim(root, tmp, generation, base=None if current is None else current.generation)
+        try:
+            commit.switch(root, generation, observed=current, lease=lease, keep=keep, write_json=_write_json,
+                          format_version=FORMAT_VERSION)
+        except ConflictError:
+            commit.discard(final)  # claimed but never committed: nobody else can use its name
+            raise
+        except OSError as exc:
+            commit.discard(final)
+            raise commit.storage_error(root, exc, "switching CURRENT") from None
+        commit.clean(root, generation)
+        kb.saved_as(snapshot, state, Base(generation, manifest_digest(final)))
     return generation
+
+
+def _write_generation(kb: Any, state: KBState, tmp: Path, generation: str, partition_rows: int, lease: Any) -> dict:
+    """Every table, the import details and the manifest of one generation, written into ``tmp``."""
+    tables = {}
+    for table in SCHEMAS:
+        tables[table] = _write_table(tmp / table, _to_storable(state.frame(table), table), partition_rows)
+        lease.heartbeat()
+    manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": generation,
+                "kb": {"id": kb.id, "namespace": kb.namespace, "chunk_size": kb.chunk_size,
+                       "lexical": settings_record(kb.lexical)},
+                "tables": tables}
+    if getattr(kb, "graphrag", None) is not None:  # import details travel with the knowledge base
+        manifest["imported"] = save_import(kb.graphrag, tmp / "imported",
+                                           lambda folder, frame: _write_table(folder, frame, partition_rows))
+    if kb.communities_config is not None:
+        manifest["communities"] = communities_record(kb.communities_config)
+    elif getattr(kb, "saved_communities", None):  # opened without its model: keep what was saved
+        manifest["communities"] = kb.saved_communities
+    _write_json(tmp / "manifest.json", manifest)
+    return manifest
 
 
 def communities_record(config: Any) -> dict:
@@ -235,21 +255,6 @@ def _write_table(folder: Path, frame: pd.DataFrame, partition_rows: int) -> dict
         parts.append({"file": file.name, "rows": len(piece), "sha256": _sha256(file)})
     _fsync_dir(folder)
     return {"folder": folder.name, "rows": len(frame), "parts": parts}
-
-
-def _remove_partials(root: Path) -> None:
-    """Leftovers of a save that was killed: partial generation folders and temporary pointer files."""
-    for p in (root / "generations").iterdir():
-        if p.name.startswith(".tmp-"):
-            shutil.rmtree(p, ignore_errors=True)
-    for p in root.glob(".CURRENT.*.tmp"):
-        p.unlink(missing_ok=True)
-
-
-def _cleanup(root: Path, *, keep_current: str, count: int) -> None:
-    for name in kept(root)[:-count]:
-        if name != keep_current:
-            shutil.rmtree(root / "generations" / name, ignore_errors=True)
 
 
 def current_generation(path: str | os.PathLike) -> str:
