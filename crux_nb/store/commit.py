@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConflictError, LeaseError, StorageError
-from .generations import GEN, FORMAT, current_pointer, inside, read_base
+from .generations import FORMAT, GEN, committed, current_pointer, folders, inside, number, read_base
 
 __all__ = ["committed", "next_number", "claim", "switch", "clean", "discard", "taken_over", "storage_error"]
 
@@ -48,47 +48,9 @@ _HINT_RETRY = ("another save committed first (or this one was paused past its le
                "crux_nb.open(path) and apply the change again, or save with merge=True.")
 
 
-def number(generation: str) -> int:
-    """The integer of a generation id (``g000012`` → 12)."""
-    return int(GEN.match(generation).group(1))
-
-
-def _folders(root: Path) -> list[str]:
-    gens = root / "generations"
-    if not gens.is_dir():
-        return []
-    return [p.name for p in gens.iterdir() if GEN.match(p.name)]
-
-
-def committed(root: Path) -> list[str]:
-    """The committed generations still kept in the folder, oldest first (the current one last).
-
-    >>> import tempfile, crux_nb
-    >>> from pathlib import Path
-    >>> folder = Path(tempfile.mkdtemp()) / "kb"
-    >>> kb = crux_nb.knowledge_base(id="c")
-    >>> kb.save(folder), kb.save(folder)
-    ('g000001', 'g000002')
-    >>> (folder / "generations" / "g000009").mkdir()  # a claimed folder that was never switched to
-    >>> committed(folder)
-    ['g000001', 'g000002']
-    """
-    if not (root / "CURRENT").exists():
-        return []
-    info = current_pointer(root)
-    current = info["generation"]
-    present = set(_folders(root))
-    listed = info.get("committed")
-    if isinstance(listed, list) and all(isinstance(g, str) and GEN.match(g) for g in listed):
-        names = {g for g in listed if g in present} | ({current} & present)
-    else:  # a pointer written before commits were listed: everything up to the current generation
-        names = {g for g in present if number(g) <= number(current)}
-    return sorted(names, key=number)
-
-
 def next_number(root: Path) -> int:
     """A generation number above every generation, claimed folder, temporary folder and ``CURRENT`` itself."""
-    seen = [number(g) for g in _folders(root)]
+    seen = [number(g) for g in folders(root)]
     gens = root / "generations"
     if gens.is_dir():
         seen += [int(m.group(1)) for p in gens.iterdir() if (m := _TMP.match(p.name))]

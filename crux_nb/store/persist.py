@@ -39,6 +39,7 @@ from . import commit
 from .generations import (FORMAT, GEN, RESTORE, Base, check_version, current_pointer, generation_folder, inside,
                           kept, manifest_digest, read_base)
 from .imports import read_import, save_import
+from .save_checks import check_save_options, check_target
 from .lease import Lease
 from .lexical import settings_record
 from .state import KBState
@@ -106,29 +107,6 @@ def check_path(owner: str, path: Any) -> None:
         raise ParameterError(owner, "path", "a folder path (a non-empty str or pathlib.Path, valid Unicode)", path)
 
 
-def _check_target(root: Path) -> None:
-    if root.exists() and not root.is_dir():
-        raise StorageError(f"{str(root)!r} exists and is not a folder.", hint="choose a folder path for kb.save().")
-    if root.is_dir() and any(root.iterdir()) and not (root / "CURRENT").exists() and not (root / "generations").exists():
-        raise StorageError(f"folder {str(root)!r} is not empty and is not a crux_nb knowledge base.",
-                           hint="save into a new or empty folder.")
-    gens = root / "generations"
-    if gens.is_symlink() or gens.exists():
-        inside(root, gens, "the generations folder")
-
-
-def _check_save_options(partition_rows: Any, overwrite: Any, merge: Any, keep: Any) -> None:
-    if isinstance(partition_rows, bool) or not isinstance(partition_rows, int) or partition_rows < 1:
-        raise ParameterError("kb.save", "partition_rows", "a positive integer", partition_rows)
-    for name, value in (("overwrite", overwrite), ("merge", merge)):
-        if not isinstance(value, bool):
-            raise ParameterError("kb.save", name, "a boolean", value)
-    if overwrite and merge:
-        raise ParameterError("kb.save", "merge", "False when overwrite=True (choose one way out of a conflict)", merge)
-    if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 1):
-        raise ParameterError("kb.save", "keep", "a positive integer (generations kept) or None", keep)
-
-
 def conflict(root: Path, current: Base, base: Base | None) -> ConflictError:
     if base is None:
         told = "this knowledge base was not opened from it"
@@ -148,9 +126,9 @@ def save(kb: Any, path: str | os.PathLike, *, partition_rows: int = PARTITION_RO
     Publishes only if the folder's current generation is still the one ``kb`` was read from (checked under the
     build lease, and again by the compare-and-swap that commits: ``crux_nb.store.commit``); otherwise raises
     :class:`ConflictError` unless ``overwrite`` or ``merge`` says what to do (see ``KnowledgeBase.save``)."""
-    _check_save_options(partition_rows, overwrite, merge, keep)
+    check_save_options(partition_rows, overwrite, merge, keep)
     root = Path(path)
-    _check_target(root)
+    check_target(root)
     try:
         (root / "generations").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -328,7 +306,7 @@ def _read_generation(root: Path, generation: str, *, verify: bool) -> tuple[dict
         manifest["kb"]["id"]
     except FileNotFoundError:
         raise StorageError(f"generation {generation} of {str(root)!r} has no manifest.", hint=RESTORE) from None
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):  # RecursionError: a manifest nested thousands deep
         raise StorageError(f"the manifest of generation {generation} of {str(root)!r} is corrupted.",
                            hint=RESTORE) from None
     check_version(root, manifest.get("format_version"), f"the manifest of generation {generation}")
@@ -357,7 +335,7 @@ def _read_table(root: Path, folder: Path, generation: str, table: str, entry: An
     frame = _read_parts(root, folder, generation, table, entry, verify=verify, what=f"table {table!r}")
     try:
         return _from_storable(frame, table)
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, KeyError, RecursionError) as exc:  # JSON text damaged (verify=False)
         raise StorageError(f"table {table!r} of generation {generation} in {str(root)!r} does not match its schema: "
                            f"{exc}.", hint=RESTORE) from None
 
@@ -373,11 +351,21 @@ def _read_parts(root: Path, folder: Path, generation: str, table: str, entry: An
         if not file.exists():
             raise StorageError(f"{where} is missing ({file.relative_to(folder)}).",
                                hint="the folder was changed by hand; restore it from a backup.")
-        if verify and _sha256(file) != part.get("sha256"):
-            raise StorageError(f"{where} is corrupted (checksum mismatch).", hint="the file was changed after saving.")
+        try:
+            digest = _sha256(file) if verify else None
+        except FileNotFoundError:  # retention removed it under a slow reader: the caller follows CURRENT again
+            raise StorageError(f"{where} vanished while it was read ({file.name}).", code="generation_removed",
+                               hint="the generation was cleaned up by a newer save; open the folder again.") from None
+        if verify and digest != part.get("sha256"):
+            raise StorageError(f"{where} is corrupted (checksum mismatch in {file.relative_to(folder)}).",
+                               code="checksum_mismatch", hint="the file was changed after saving; " + RESTORE)
         try:
             piece = pq.read_table(file).to_pandas()
-        except (pa.ArrowException, OSError) as exc:
+        except FileNotFoundError:
+            raise StorageError(f"{where} vanished while it was read ({file.name}).", code="generation_removed",
+                               hint="the generation was cleaned up by a newer save; open the folder again.") from None
+        except (pa.ArrowException, OSError, ValueError, KeyError, TypeError, IndexError) as exc:
+            # with verify=False a damaged file can fail anywhere in pyarrow's and pandas' decoding
             raise StorageError(f"{where} cannot be read as Parquet: {type(exc).__name__}.",
                                hint=RESTORE) from None
         if len(piece) != part.get("rows"):
