@@ -71,6 +71,28 @@ class Saving:
         """The id of the generation this knowledge base was read from or last saved as (None if never)."""
         return None if self._base is None else self._base.generation
 
+    def saved_as(self, snapshot: KBState, written: KBState, base: Any) -> None:
+        """Record a save: ``snapshot`` is the state the save started from, ``written`` what it committed as
+        ``base`` (``snapshot`` itself, or a merge of it onto a newer generation).
+
+        Changes another thread made while the save ran are kept (never reverted to the snapshot): with no
+        merge they are simply unsaved changes on top of ``base``; after a merge they are applied onto the
+        merged state (the later change wins a source both touched)."""
+        with self._lock:
+            if self._state is snapshot:
+                state = written
+            elif written is snapshot:
+                state = self._state
+            else:
+                from .merge import three_way
+
+                state = three_way(snapshot, self._state, written)
+            state = self._adopt(state)
+            if state is not self._state:
+                self._state = state
+                self._reader = None
+            self._base = base
+
     def published(self, state: KBState, base: Any) -> None:
         """Record a publish (or an open): ``state`` is what the folder holds as generation ``base``."""
         with self._lock:
