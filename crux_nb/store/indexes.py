@@ -47,7 +47,12 @@ class SavedIndex:
 
 def fingerprint(tables: dict, depends: list[str], params: Any) -> str | None:
     """The SHA-256 naming the content of the ``depends`` tables (their parts' checksums) and ``params``; None
-    when a table's entry lists no checksums (a format 1 manifest)."""
+    when a table's entry lists no checksums (a format 1 manifest).
+
+    >>> tables = {"chunks": {"parts": [{"sha256": "ab"}]}, "documents": {"file": "documents.parquet"}}
+    >>> len(fingerprint(tables, ["chunks"], {"k": 1})), fingerprint(tables, ["documents"], {})
+    (64, None)
+    """
     listed = {}
     for table in depends:
         entry = tables.get(table)

@@ -160,13 +160,26 @@ def cut_bits(frame: pd.DataFrame, keys: np.ndarray, previous: int | None) -> int
 
 def cut_points(frame: pd.DataFrame, *, partition_rows: int, previous_bits: int | None = None) -> tuple[
         list[tuple[int, int]], int | None]:
-    """The (start, end) rows of each part, and the boundary bits used (None: one part, split by size only)."""
+    """The (start, end) rows of each part, and the boundary bits used (None: one part, split by size only).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from crux_nb.store.parts import cut_points
+    >>> small = pd.DataFrame({"ref": ["a", "b", "c"], "n": [1, 2, 3]})
+    >>> cut_points(small, partition_rows=2)  # a small table: split by partition_rows only
+    ([(0, 2), (2, 3)], None)
+    >>> big = pd.DataFrame({"ref": [f"r{i:05d}" for i in range(20_000)], "text": ["x" * 200] * 20_000})
+    >>> spans, bits = cut_points(big, partition_rows=100_000)
+    >>> bits, len(spans) > 2, spans[0][0], spans[-1][1]
+    (12, True, 0, 20000)
+    """
     n = len(frame)
     bits = None
     starts = [0]
     if n and len(frame.columns) and n * _bytes_per_row(frame) > 2 * PART_BYTES:
         column = frame[frame.columns[0]]
-        if not pd.api.types.is_string_dtype(column) or column.isna().any():
+        if not (pd.api.types.is_string_dtype(column) or pd.api.types.is_integer_dtype(column)) or column.isna().any():
             column = pd.Series([repr(v) for v in column.tolist()], dtype="str")
         keys = pd.util.hash_pandas_object(column, index=False).to_numpy()
         bits = cut_bits(frame, keys, previous_bits)

@@ -52,12 +52,16 @@ def lexical_frames(state: Any) -> dict | None:
         vocab = list(shared.vocab)
     sources = [key[0] for key, _, _ in spans]
     n_postings = [len(a[0]) for a in arrays]
+    # one int64 per row naming its source (a hash of the id): a part boundary never splits a source, and it
+    # costs a fraction of a repeated string column on millions of postings
+    keys = pd.util.hash_array(np.asarray(sources, dtype=object)).view(np.int64)
+    chunk_keys = np.repeat(keys, [b - a for _, a, b in spans])
     postings = pd.DataFrame({
-        "source_id": pd.Series(np.repeat(np.asarray(sources, dtype=object), n_postings), dtype="str"),
+        "source_key": np.repeat(keys, n_postings),
         "row": np.concatenate([a[1] for a in arrays]).astype(np.int32),
         "term": np.concatenate([a[0] for a in arrays]).astype(np.int32),
         "tf": np.concatenate([a[2] for a in arrays]).astype(np.float32)})
-    lengths = pd.DataFrame({"source_id": pd.Series(state.chunks["source_id"].to_numpy(), dtype="str"),
+    lengths = pd.DataFrame({"source_key": chunk_keys,
                             "length": np.concatenate([a[3] for a in arrays]).astype(np.int64)})
     per_source = pd.DataFrame({
         "source_id": pd.Series(sources, dtype="str"),
