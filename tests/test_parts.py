@@ -206,3 +206,32 @@ def test_index_parts_of_unchanged_sources_are_linked(tmp_path, small_parts):
     old = _files(root / "generations" / "g000001" / "indexes")
     new = _files(root / "generations" / "g000002" / "indexes")
     assert len(new) > 4 and sum(v for k, v in new.items() if k not in old) < 0.3 * sum(new.values())
+
+
+def test_unchanged_tables_are_linked_without_encoding_them_again(tmp_path, small_parts, monkeypatch):
+    kb = _kb(20)
+    root = tmp_path / "kb"
+    kb.save(root)
+    opened = crux_nb.open(root)
+    encoded = []
+    original = parts.encode
+    monkeypatch.setattr(parts, "encode", lambda piece, schema: encoded.append(len(piece)) or original(piece, schema))
+    opened.add_text("zz.md", "# Z\n\nZed.")
+    opened.save(root)
+    saved = json.loads((root / "generations" / "g000002" / "manifest.json").read_text())
+    first = json.loads((root / "generations" / "g000001" / "manifest.json").read_text())
+    # the tables the change did not touch were linked as they were read: not one of their rows encoded
+    untouched = [t for t in saved["tables"] if saved["tables"][t]["parts"] == first["tables"][t]["parts"]]
+    assert "entities" in untouched and "chunks" not in untouched
+    changed_rows = sum(saved["tables"][t]["rows"] for t in saved["tables"] if t not in untouched)
+    assert sum(encoded) - sum(e["rows"] for i in saved["indexes"].values() for e in i["frames"].values()) \
+        == changed_rows
+    assert_kb_equal(opened, crux_nb.open(root, verify=True))
+    # a part gone from the folder: the table is encoded and written again, not linked from nothing
+    for file in (root / "generations" / "g000002" / "entities").iterdir():
+        file.unlink()
+    (root / "generations" / "g000001").rename(tmp_path / "away")
+    opened.add_text("zy.md", "# Y\n\nWhy.")
+    encoded.clear()
+    opened.save(root)
+    assert_kb_equal(opened, crux_nb.open(root, generation="g000003", verify=True))

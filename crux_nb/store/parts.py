@@ -26,6 +26,7 @@ import json
 import math
 import os
 import shutil
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,8 @@ import pyarrow.parquet as pq
 
 from .generations import generation_folder, inside, kept
 
-__all__ = ["PART_BYTES", "PartPool", "part_pool", "cut_points", "write_table", "sha256_file", "fsync_dir"]
+__all__ = ["PART_BYTES", "PartPool", "part_pool", "cut_points", "write_table", "sha256_file", "fsync_dir", "remember",
+           "link_unchanged"]
 
 #: About this much text (uncompressed) per part of a big table: one small change rewrites about this much.
 PART_BYTES = 1 << 20
@@ -224,6 +226,38 @@ def write_table(folder: Path, frame: pd.DataFrame, *, partition_rows: int, pool:
     if bits is not None:
         entry["cut_bits"] = bits
     return entry
+
+
+_SAVED = "saved-parts"  # KBState.shared key: table -> (weak reference to the frame, its manifest entry)
+
+
+def remember(shared: dict, table: str, frame: pd.DataFrame, entry: Any) -> None:
+    """Note that ``frame`` (a state's table, immutable) is stored as the parts ``entry`` lists: a later save of
+    the same frame object links those parts without encoding the table again."""
+    if isinstance(entry, dict) and isinstance(entry.get("parts"), list):
+        shared.setdefault(_SAVED, {})[table] = (weakref.ref(frame), entry)
+
+
+def link_unchanged(folder: Path, shared: dict, table: str, frame: pd.DataFrame, *, partition_rows: int,
+                   pool: PartPool) -> dict | None:
+    """The manifest entry of ``frame`` written by linking the parts it was last saved or read as (``remember``),
+    when it is that very frame object and every part is still in ``pool``; None otherwise (nothing written)."""
+    found = shared.get(_SAVED, {}).get(table)
+    if found is None or found[0]() is not frame:
+        return None
+    entry = found[1]
+    parts = entry["parts"]
+    if not all(isinstance(p, dict) and p.get("sha256") in pool.parts and isinstance(p.get("bytes"), int)
+               and isinstance(p.get("rows"), int) and p["rows"] <= partition_rows for p in parts):
+        return None
+    folder.mkdir()
+    for number, part in enumerate(parts):
+        if not pool.reuse(part["sha256"], part["rows"], part["bytes"], folder / f"part-{number:05d}.parquet"):
+            shutil.rmtree(folder)
+            return None
+    fsync_dir(folder)
+    return {**entry, "folder": folder.name,
+            "parts": [{**p, "file": f"part-{n:05d}.parquet"} for n, p in enumerate(parts)]}
 
 
 def _write_bytes(file: Path, data: bytes) -> None:

@@ -43,7 +43,7 @@ from .save_checks import check_save_options, check_target
 from .lease import Lease
 from .lexical import settings_record
 from .indexes import read_indexes, write_indexes
-from .parts import PartPool, fsync_dir, part_pool, sha256_file, write_table
+from .parts import PartPool, fsync_dir, link_unchanged, part_pool, remember, sha256_file, write_table
 from .state import KBState
 
 FORMAT_VERSION = 2
@@ -168,7 +168,11 @@ def _write_generation(kb: Any, state: KBState, tmp: Path, generation: str, parti
     pool = part_pool(tmp.parent.parent)
     tables = {}
     for table in SCHEMAS:
-        tables[table] = _write_table(tmp / table, _to_storable(state.frame(table), table), partition_rows, pool)
+        frame = state.frame(table)  # the same frame object as at the last save or open: its parts, linked
+        tables[table] = link_unchanged(tmp / table, state.shared, table, frame, partition_rows=partition_rows,
+                                       pool=pool) or _write_table(tmp / table, _to_storable(frame, table),
+                                                                  partition_rows, pool)
+        remember(state.shared, table, frame, tables[table])
         lease.heartbeat()
     manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": generation,
                 "kb": {"id": kb.id, "namespace": kb.namespace, "chunk_size": kb.chunk_size,
@@ -306,7 +310,10 @@ def _read_generation(root: Path, generation: str, *, verify: bool) -> tuple[dict
     frames = {table: empty_frame(table) if table in LATER_TABLES and table not in tables
               else _read_table(root, folder, generation, table, tables.get(table), verify=verify)
               for table in SCHEMAS}
-    return manifest, KBState(**frames), hashlib.sha256(raw).hexdigest()
+    state = KBState(**frames)
+    for table, frame in frames.items():  # a save of an unchanged table links these parts (crux_nb.store.parts)
+        remember(state.shared, table, frame, tables.get(table))
+    return manifest, state, hashlib.sha256(raw).hexdigest()
 
 
 def table_paths(path: str | os.PathLike) -> dict[str, Path]:
