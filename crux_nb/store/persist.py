@@ -33,7 +33,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..errors import ConflictError, NotFoundError, ParameterError, StorageError
+from ..errors import ConflictError, CruxError, NotFoundError, ParameterError, StorageError
 from ..schema import JSON_COLUMNS, SCHEMAS, TUPLE_COLUMNS, coerce, empty_frame, frozen_metadata, has_surrogate
 from . import commit
 from .generations import (FORMAT, GEN, RESTORE, Base, check_version, current_pointer, generation_folder, inside,
@@ -151,6 +151,9 @@ def save(kb: Any, path: str | os.PathLike, *, partition_rows: int = PARTITION_RO
         try:
             tmp.mkdir()
             _write_generation(kb, state, tmp, generation, partition_rows, lease)
+        except CruxError:  # StorageError is an OSError too: a lease lost while writing stays what it is
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         except FileNotFoundError:  # our temporary folder vanished: a save that took the lease over removed it
             raise commit.taken_over(root, generation, base=None if current is None else current.generation) from None
         except OSError as exc:
@@ -160,7 +163,7 @@ def save(kb: Any, path: str | os.PathLike, *, partition_rows: int = PARTITION_RO
         try:
             commit.switch(root, generation, observed=current, lease=lease, keep=keep, write_json=_write_json,
                           format_version=FORMAT_VERSION)
-        except ConflictError:
+        except CruxError:
             commit.discard(final)  # claimed but never committed: nobody else can use its name
             raise
         except OSError as exc:
