@@ -97,6 +97,9 @@ class Lease:
     def acquire(self) -> Lease:
         deadline = time.monotonic() + self.wait
         while True:
+            if self.path.is_symlink():  # planted: crux_nb never creates the lease as a link
+                raise StorageError(f"the build lease {str(self.path)!r} is a symbolic link.", code="link_outside",
+                                   hint="remove the link; crux_nb creates the lease file itself.")
             if self._try_create():
                 self.held = True
                 self._beat = time.monotonic()

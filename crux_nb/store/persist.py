@@ -33,7 +33,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..errors import ConflictError, NotFoundError, ParameterError, StorageError
+from ..errors import ConflictError, CruxError, NotFoundError, ParameterError, StorageError
 from ..schema import JSON_COLUMNS, SCHEMAS, TUPLE_COLUMNS, coerce, empty_frame, frozen_metadata, has_surrogate
 from . import commit
 from .generations import (FORMAT, GEN, RESTORE, Base, check_version, current_pointer, generation_folder, inside,
@@ -43,7 +43,8 @@ from .save_checks import check_save_options, check_target
 from .lease import Lease
 from .lexical import settings_record
 from .indexes import read_indexes, write_indexes
-from .parts import PartPool, fsync_dir, link_unchanged, part_pool, remember, sha256_file, write_table
+from .parts import PartPool, fsync_dir, link_unchanged, part_pool, remember, write_table
+from .parts import sha256_file as _sha256  # a module name: tests patch persist._sha256
 from .state import KBState
 
 FORMAT_VERSION = 2
@@ -141,6 +142,9 @@ def save(kb: Any, path: str | os.PathLike, *, partition_rows: int = PARTITION_RO
             if state is not before:  # merged, or changed by another thread: index what is written
                 provided = _index_frames(kb, state)
             _write_generation(kb, state, tmp, generation, partition_rows, lease, provided)
+        except CruxError:  # StorageError is an OSError too: a lease lost while writing stays what it is
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         except FileNotFoundError:  # our temporary folder vanished: a save that took the lease over removed it
             raise commit.taken_over(root, generation, base=None if current is None else current.generation) from None
         except OSError as exc:
@@ -150,7 +154,7 @@ def save(kb: Any, path: str | os.PathLike, *, partition_rows: int = PARTITION_RO
         try:
             commit.switch(root, generation, observed=current, lease=lease, keep=keep, write_json=_write_json,
                           format_version=FORMAT_VERSION)
-        except ConflictError:
+        except CruxError:
             commit.discard(final)  # claimed but never committed: nobody else can use its name
             raise
         except OSError as exc:
@@ -267,7 +271,7 @@ def read_saved(path: str | os.PathLike, *, verify: bool = True, generation: str 
     folder = generation_folder(root, generation) / "imported"
     graphrag = read_import(manifest.get("imported"), lambda name, entry: _read_parts(
         root, folder, generation, name, entry, verify=verify, what=f"imported table {name!r}"))
-    indexes = read_indexes(root, generation_folder(root, generation), manifest, verify=verify, sha256=sha256_file)
+    indexes = read_indexes(root, generation_folder(root, generation), manifest, verify=verify, sha256=_sha256)
     return Saved(root, manifest, state, Base(generation, digest), graphrag, indexes)
 
 
@@ -352,7 +356,7 @@ def _read_parts(root: Path, folder: Path, generation: str, table: str, entry: An
             raise StorageError(f"{where} is missing ({file.relative_to(folder)}).",
                                hint="the folder was changed by hand; restore it from a backup.")
         try:
-            digest = sha256_file(file) if verify else None
+            digest = _sha256(file) if verify else None
         except FileNotFoundError:  # retention removed it under a slow reader: the caller follows CURRENT again
             raise StorageError(f"{where} vanished while it was read ({file.name}).", code="generation_removed",
                                hint="the generation was cleaned up by a newer save; open the folder again.") from None
