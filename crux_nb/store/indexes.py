@@ -28,10 +28,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .generations import inside
+from . import parts
 from .parts import PartPool, write_table
 
 __all__ = ["SavedIndex", "fingerprint", "write_indexes", "read_indexes"]
 
+#: Index frames are numbers (8 bytes each in the part-size estimate) that Parquet packs several times tighter
+#: than text: their parts aim at this many times PART_BYTES, so opening reads fewer files.
+INDEX_PART_BYTES = 8
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
 _PART = re.compile(r"^part-\d{5}\.parquet$")
 
@@ -76,7 +80,7 @@ def write_indexes(folder: Path, provided: dict[str, dict], tables: dict, *, part
         target = folder / "indexes" / name
         target.mkdir(parents=True)
         entries = {frame: write_table(target / frame, data, partition_rows=partition_rows, pool=pool,
-                                      table=f"{name}/{frame}")
+                                      table=f"{name}/{frame}", part_bytes=INDEX_PART_BYTES * parts.PART_BYTES)
                    for frame, data in frames.items()}
         out[name] = {"params": index["params"], "depends": list(index["depends"]),
                      "fingerprint": fingerprint(tables, list(index["depends"]), index["params"]), "frames": entries}

@@ -151,16 +151,17 @@ def _bytes_per_row(frame: pd.DataFrame) -> float:
     return max(total / len(sample), 1.0)
 
 
-def cut_bits(frame: pd.DataFrame, keys: np.ndarray, previous: int | None) -> int:
-    """How many low hash bits must be zero at a boundary, for parts of about :data:`PART_BYTES`; the previous
-    generation's choice while it stays within a factor 4 (2 bits) of the ideal one."""
-    rows_per_part = PART_BYTES / _bytes_per_row(frame)
+def cut_bits(frame: pd.DataFrame, keys: np.ndarray, previous: int | None, part_bytes: int | None = None) -> int:
+    """How many low hash bits must be zero at a boundary, for parts of about ``part_bytes`` (default
+    :data:`PART_BYTES`); the previous generation's choice while it stays within a factor 4 (2 bits) of the ideal."""
+    rows_per_part = (part_bytes or PART_BYTES) / _bytes_per_row(frame)
     n_keys = int(np.count_nonzero(keys[1:] != keys[:-1])) + 1 if len(keys) else 1
     ideal = max(0, round(math.log2(max(rows_per_part * n_keys / max(len(frame), 1), 1.0))))
     return previous if previous is not None and abs(previous - ideal) <= 2 else ideal
 
 
-def cut_points(frame: pd.DataFrame, *, partition_rows: int, previous_bits: int | None = None) -> tuple[
+def cut_points(frame: pd.DataFrame, *, partition_rows: int, previous_bits: int | None = None,
+               part_bytes: int | None = None) -> tuple[
         list[tuple[int, int]], int | None]:
     """The (start, end) rows of each part, and the boundary bits used (None: one part, split by size only).
 
@@ -179,12 +180,12 @@ def cut_points(frame: pd.DataFrame, *, partition_rows: int, previous_bits: int |
     n = len(frame)
     bits = None
     starts = [0]
-    if n and len(frame.columns) and n * _bytes_per_row(frame) > 2 * PART_BYTES:
+    if n and len(frame.columns) and n * _bytes_per_row(frame) > 2 * (part_bytes or PART_BYTES):
         column = frame[frame.columns[0]]
         if not (pd.api.types.is_string_dtype(column) or pd.api.types.is_integer_dtype(column)) or column.isna().any():
             column = pd.Series([repr(v) for v in column.tolist()], dtype="str")
         keys = pd.util.hash_pandas_object(column, index=False).to_numpy()
-        bits = cut_bits(frame, keys, previous_bits)
+        bits = cut_bits(frame, keys, previous_bits, part_bytes)
         mask = np.uint64((1 << bits) - 1)
         boundary = (keys[1:] & mask) == 0
         boundary &= keys[1:] != keys[:-1]  # never inside one key's rows
@@ -204,14 +205,15 @@ def encode(piece: pd.DataFrame, schema: pa.Schema) -> bytes:
 
 
 def write_table(folder: Path, frame: pd.DataFrame, *, partition_rows: int, pool: PartPool | None = None,
-                table: str | None = None) -> dict:
+                table: str | None = None, part_bytes: int | None = None) -> dict:
     """Write ``frame`` as the part files of ``folder`` (created here), reusing ``pool``'s parts with the same
     bytes; returns the manifest entry (``folder``, ``rows``, ``parts`` with file, rows, sha256 and bytes, and
     ``cut_bits`` when the table was cut by content). At least one file, so an empty table keeps its schema."""
     pool = pool if pool is not None else PartPool()
     folder.mkdir()
     schema = pa.Schema.from_pandas(frame, preserve_index=False)
-    spans, bits = cut_points(frame, partition_rows=partition_rows, previous_bits=pool.cuts.get(table or folder.name))
+    spans, bits = cut_points(frame, partition_rows=partition_rows, previous_bits=pool.cuts.get(table or folder.name),
+                             part_bytes=part_bytes)
     parts = []
     for number, (start, end) in enumerate(spans):
         file = folder / f"part-{number:05d}.parquet"
