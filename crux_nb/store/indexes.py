@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -121,7 +120,3 @@ def _read_frame(root: Path, folder: Path, entry: dict, *, verify: bool, sha256: 
         pieces.append(table)
     return pieces[0] if len(pieces) == 1 else pa.concat_tables(pieces)
 
-
-def frame_of(table: pa.Table) -> pd.DataFrame:
-    """A saved index frame as pandas (for owners that want one)."""
-    return table.to_pandas()
