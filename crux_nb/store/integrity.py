@@ -14,6 +14,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from ..errors import CruxError, StorageError
 from ..refs import DocumentRef, ParentRef, encode_ref
 from .generations import RESTORE
@@ -53,29 +55,42 @@ def check_tables(root: Path, generation: str, manifest: dict, state: Any) -> Non
     if isinstance(tables, dict) and "embeddings" not in tables:
         warnings.warn(f"{where} lists no embeddings table (saved before vectors were saved, or edited): it opens "
                       "with no stored vectors; embed_chunks() computes them again.", MissingTableWarning, stacklevel=3)
-    documents = set(state.documents["source_id"].tolist())
-    chunk_refs = set(state.chunks["ref"].tolist())
-    problems = []
+    documents, chunks = state.documents["source_id"], state.chunks["ref"]
+    problems = []  # Arrow membership tests: opening a large knowledge base stays a matter of milliseconds
     for table in ("parents", "chunks"):
-        stray = set(state.frame(table)["source_id"].tolist()) - documents
-        if stray:
-            problems.append(f"{table} of {len(stray)} source(s) with no document row")
-    evidence = state.edge_evidence
-    if len(evidence):
-        if not set(evidence["chunk_ref"].tolist()) <= chunk_refs:
-            problems.append("edge evidence pointing at chunks that do not exist")
-        if not set(evidence["edge_id"].tolist()) <= set(state.edges["edge_id"].tolist()):
-            problems.append("edge evidence for edges that do not exist")
-    edges = state.edges
+        if not _within(state.frame(table)["source_id"], documents):
+            problems.append(f"{table} of sources with no document row")
+    evidence, edges = state.edge_evidence, state.edges
+    if not _within(evidence["chunk_ref"], chunks):
+        problems.append("edge evidence pointing at chunks that do not exist")
+    if not _within(evidence["edge_id"], edges["edge_id"]):
+        problems.append("edge evidence for edges that do not exist")
     if len(edges):
-        existing = (chunk_refs | {encode_ref(DocumentRef(s)) for s in documents}
-                    | {encode_ref(ParentRef(s, p)) for s, p in zip(state.parents["source_id"].tolist(),
-                                                                    state.parents["parent_id"].tolist())})
-        ends = set(edges["from_ref"].tolist()) | set(edges["to_ref"].tolist())
-        if any(not ref.startswith("entity:") and ref not in existing for ref in ends):
-            problems.append("edges between refs that do not exist")
-        if not set(edges["edge_id"].tolist()) <= set(evidence["edge_id"].tolist()):
+        ends = pd.concat([edges["from_ref"], edges["to_ref"]], ignore_index=True)
+        ends = ends[~ends.str.startswith("entity:").to_numpy(dtype=bool) & ~_member(ends, chunks)].unique()
+        if len(ends):  # few: documents and sections named as edge ends
+            existing = ({encode_ref(DocumentRef(s)) for s in documents.tolist()}
+                        | {encode_ref(ParentRef(s, p)) for s, p in zip(state.parents["source_id"].tolist(),
+                                                                        state.parents["parent_id"].tolist())})
+            if any(ref not in existing for ref in ends):
+                problems.append("edges between refs that do not exist")
+        if not _within(edges["edge_id"], evidence["edge_id"]):
             problems.append("edges without evidence")
     if problems:
         raise StorageError(f"{where} is inconsistent: {'; '.join(problems)}.", code="inconsistent_generation",
                            hint=RESTORE)
+
+
+def _member(values: pd.Series, universe: pd.Series) -> Any:
+    """A boolean array: which of ``values`` are among ``universe`` (Arrow's hash set; pandas' ``isin`` on Arrow
+    strings loops in Python)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arr = pa.array(values.to_numpy(dtype=object), type=pa.string())
+    found = pc.is_in(arr, value_set=pa.array(universe.to_numpy(dtype=object), type=pa.string()))
+    return pc.fill_null(found, False).to_numpy(zero_copy_only=False)
+
+
+def _within(values: pd.Series, universe: pd.Series) -> bool:
+    return bool(_member(values, universe).all()) if len(values) else True

@@ -6,14 +6,15 @@ Layout::
     <path>/generations/g000002/manifest.json
     <path>/generations/g000002/<table>/part-00000.parquet   one Parquet dataset per table
     <path>/lease                         build lease while a save runs
+    <path>/switch                        kernel lock around the CURRENT compare-and-swap (see commit.py)
 
 Each table is a folder of Parquet part files of at most ``partition_rows`` rows,
 so ``dask.dataframe.read_parquet(table_paths(path)["chunks"])`` reads it as one
 partition per file (:func:`table_paths` names the current generation's folders).
 
-A save writes a complete new generation beside the current one, then replaces
-the ``CURRENT`` pointer with one atomic rename; a crash at any point leaves the
-previous generation current and readable. Only Parquet and JSON are read back
+A save writes a complete new generation beside the current one, claims its number
+and switches the ``CURRENT`` pointer with a compare-and-swap (:mod:`crux_nb.store.commit`);
+a crash at any point leaves the previous generation current and readable. Only Parquet and JSON are read back
 (never pickle), and file names never come from user data.
 """
 

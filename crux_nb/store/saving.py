@@ -20,7 +20,8 @@ class Saving:
         returns the generation id. ``crux_nb.store.persist.table_paths(path)`` names the table folders.
 
         The save publishes only if the folder is still at the generation this knowledge base was read from
-        (``kb.base_generation``; checked under the build lease, atomically with the publish). Otherwise it raises
+        (``kb.base_generation``; checked under the build lease, and again by the compare-and-swap that commits,
+        which also fails if this save's lease was taken over while it was paused). Otherwise it raises
         :class:`~crux_nb.errors.ConflictError` (code ``save_conflict``) and writes nothing. The ways out:
 
         * reopen with ``crux_nb.open(path)`` and apply the change again;
@@ -33,6 +34,9 @@ class Saving:
         * ``overwrite=True``: replace the newer generation (it stays in ``crux_nb.history(path)`` while kept).
 
         ``keep`` sets how many generations the folder keeps (recorded in the folder; default 2).
+
+        Safe to call while other threads change this knowledge base: the save writes the state it started
+        from, and changes made meanwhile stay (unsaved) in memory.
 
         Examples
         --------

@@ -23,7 +23,7 @@ import pytest
 
 import crux_nb
 from crux_nb.embeddings import FunctionEmbedder, embed_chunks
-from crux_nb.errors import NotFoundError
+from crux_nb.errors import ConflictError, NotFoundError
 from crux_nb.store import persist
 
 WORKER = Path(__file__).with_name("_save_worker.py")
@@ -176,3 +176,28 @@ def test_a_generation_killed_before_its_switch_is_never_visible(tmp_path):
     assert history == ["g000002", acknowledged]  # retention dropped g000001, not the acknowledged g000002
     assert orphan not in {p.name for p in (folder / "generations").iterdir()}  # cleaned
     assert sources(folder, "g000002") == {"a.md", "b.md"}
+
+
+def test_exactly_one_of_two_racing_writers_wins(tmp_path):
+    folder = base_folder(tmp_path)
+    handles = [crux_nb.open(folder) for _ in range(2)]
+    for i, kb in enumerate(handles):
+        kb.add_text(f"w{i}.md", f"# W{i}\n\nWriter {i}.")
+    start_line, outcomes = threading.Barrier(2), {}
+
+    def race(i):
+        start_line.wait()
+        try:
+            outcomes[i] = handles[i].save(folder)
+        except ConflictError as exc:
+            outcomes[i] = exc.code
+
+    threads = [threading.Thread(target=race, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(outcomes.values()) == ["g000002", "save_conflict"], outcomes
+    winner = next(i for i, o in outcomes.items() if o == "g000002")
+    assert sources(folder) == {"a.md", f"w{winner}.md"}
+    assert list(crux_nb.history(folder)["generation"]) == ["g000001", "g000002"]
