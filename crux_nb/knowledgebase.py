@@ -17,6 +17,7 @@ from .errors import CruxError, NotFoundError, ParameterError
 from .schema import SCHEMAS
 from .store.chunking import DEFAULT_CHUNK_SIZE, check_chunk_size
 from .store.ingest import Format, check_unique, frame_specs, path_specs, text_spec
+from .retrieval.retriever.lexical_store import SavedIndexes
 from .store.imports import GraphRAGImport
 from .store.lexical import DEFAULT_SETTINGS, LexicalSettings, lexical_settings
 from .store.saving import Saving
@@ -58,7 +59,7 @@ def knowledge_base(*, id: str = "kb", namespace: str | None = None, chunk_size: 
     return kb
 
 
-class KnowledgeBase(GraphExports, CommunityAccess, Saving):
+class KnowledgeBase(GraphExports, CommunityAccess, Saving, SavedIndexes):
     """Documents, sections, chunks, entities and typed edges as pandas DataFrames.
 
     Frames returned by the properties are copies: changing them never changes

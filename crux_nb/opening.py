@@ -7,7 +7,8 @@ from typing import Any
 
 from .knowledgebase import KnowledgeBase
 from .store import persist
-from .store.lexical import settings_from_record
+from .retrieval.retriever.lexical_store import NAME as LEXICAL, install_lexical
+from .store.integrity import check_manifest_kb, check_tables
 
 __all__ = ["open_knowledge_base"]
 
@@ -17,7 +18,11 @@ def open_knowledge_base(path: str | os.PathLike, *, verify: bool = True, communi
     """Open a saved knowledge base (``crux_nb.open``) at its current generation, or at an earlier
     ``generation`` still kept (``crux_nb.history(path)`` lists them).
 
-    ``verify`` checks every table's SHA-256 against the manifest first. ``communities`` attaches a communities
+    ``verify`` checks every table's SHA-256 against the manifest first. ``verify=False`` is unsafe: it skips
+    that check, so a damaged or altered file is read as it is (in a test of 160 single-bit flips, 38 opened
+    silently with different content); use it only on a folder you just wrote yourself. Either way the manifest's
+    settings and the tables' agreement with each other are checked (``StorageError`` codes ``manifest_invalid``
+    and ``inconsistent_generation``). ``communities`` attaches a communities
     configuration. Without it, the configuration saved with the knowledge base (strategy, resolution, seed, the
     model's name and fingerprint) is restored when its model can be rebuilt from what was saved (the offline
     model); a model that cannot (a ``ChatModel``: its key is never saved) must be passed again, and until then
@@ -37,10 +42,13 @@ def open_knowledge_base(path: str | os.PathLike, *, verify: bool = True, communi
     communities(model='offline', id='communities', resolution=1.0, seed=3)
     """
     saved = persist.read_saved(path, verify=verify, generation=generation)
-    meta = saved.manifest["kb"]
-    # a manifest from before the lexical settings: the behaviour it was built with (bm25s' split, English stop words)
+    # every field validated as knowledge_base() validates its arguments; a manifest from before the lexical
+    # settings gets the behaviour it was built with (bm25s' split, English stop words)
+    meta = check_manifest_kb(saved.root, saved.base.generation, saved.manifest.get("kb"))
+    check_tables(saved.root, saved.base.generation, saved.manifest, saved.state)
+    install_indexes(saved.state, saved.indexes)
     kb = KnowledgeBase(id=meta["id"], namespace=meta["namespace"], chunk_size=meta["chunk_size"], state=saved.state,
-                       lexical=settings_from_record(meta.get("lexical")))
+                       lexical=meta["lexical"])
     kb.path = saved.root
     kb.graphrag = saved.graphrag
     kb.published(saved.state, saved.base)
@@ -49,3 +57,13 @@ def open_knowledge_base(path: str | os.PathLike, *, verify: bool = True, communi
     elif isinstance(saved.manifest.get("communities"), dict):
         kb.restore_communities(saved.manifest["communities"])
     return kb
+
+
+def install_indexes(state: Any, indexes: dict | None) -> None:
+    """Hand the indexes saved with a generation to their owners (each checks they fit ``state``)."""
+    found = (indexes or {}).get(LEXICAL)
+    if found is not None:
+        try:
+            install_lexical(state, found.params, found.frames)
+        except (KeyError, TypeError, ValueError):
+            pass  # derived data that does not fit: the lexical leg rebuilds it on first use

@@ -73,7 +73,8 @@ def _warnings(kb) -> dict:
 def test_the_tiny_index_warns_about_its_placeholder_entity(tmp_path):
     kb = read_graphrag(write(tmp_path / "g", tiny_tables()))
     found = _warnings(kb)
-    assert set(found) == {"placeholder_entities"}
+    assert set(found) == {"placeholder_entities", "invalid_weights"}  # and its relationship of weight 0.0
+    assert found["invalid_weights"].rows == (1,)
     w = found["placeholder_entities"]
     assert (w.table, w.column, w.count, w.rows) == ("relationships.parquet", "source/target", 1, (1,))
     assert kb.graphrag.counts["placeholder_entities"] == 1 and "row(s) (1)" in str(w)

@@ -67,6 +67,61 @@ def _keys(t: Any) -> list[str]:
                      code="graphrag_invalid_value")
 
 
+def _levels(t: Any, n: int) -> list[int]:
+    """GraphRAG's level per community: an integer from 0 to the number of communities (a tree of n
+    communities has at most n levels); anything else is refused naming the row."""
+    levels = t.column("communities", "level")
+    for row, value in enumerate(levels):
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= max(n, 1):
+            raise InputError(f"GraphRAG table {t.files['communities']!r}, column 'level', row {row}: "
+                             f"{value!r} is not a level (an integer from 0 to {max(n, 1)}).",
+                             code="graphrag_invalid_value",
+                             hint="GraphRAG numbers community levels from 0 (the roots); fix or drop the row.")
+    return list(levels)
+
+
+def _check_tree(t: Any, keys: list[str], parents: dict[str, str | None], build: Any) -> None:
+    """Warn where the tree read differs from what the table says: a parent that does not exist (the community
+    became a root), or a ``children`` column that disagrees with the ``parent`` column (the parents win)."""
+    if t.has("communities", "parent"):
+        named = t.column("communities", "parent")
+        build.warn("missing_parent", "communities", "parent",
+                   [i for i, k in enumerate(keys) if named[i] is not None and named[i] >= 0 and parents[k] is None],
+                   "communities name a parent that does not exist; they became roots")
+        if t.has("communities", "children"):
+            claimed = {str(kid): k for k, kids in zip(keys, t.column("communities", "children")) for kid in kids or ()}
+            build.warn("children_mismatch", "communities", "children",
+                       [i for i, k in enumerate(keys) if claimed.get(k) != parents[k]],
+                       "the children column disagrees with the parent column (cycles or other parents); the "
+                       "parent column was used")
+
+
+def _report_rows(t: Any, keys: list[str], build: Any, notes: list[str]) -> tuple[dict, list[str]]:
+    """Reports by community key (the first of duplicates), the keys of reports without a community; warnings
+    for reports naming an unknown or repeated community and for reports without findings."""
+    rows, duplicates, unknown, empty, known = {}, [], [], [], set(keys)
+    for i, r in enumerate(t.frames["community_reports"].to_dict("records")):
+        if r["community"] is None:
+            continue
+        key = str(r["community"])
+        if key in rows:
+            duplicates.append(i)
+            continue
+        rows[key] = r
+        unknown += [i] if key not in known else []
+        empty += [i] if key in known and not (r.get("findings") or ()) else []
+    build.warn("duplicate_reports", "community_reports", "community", duplicates,
+               "several reports name the same community; the first was kept")
+    build.warn("reports_without_community", "community_reports", "community", unknown,
+               "reports name a community the communities table lacks; they were left out")
+    build.warn("reports_without_findings", "community_reports", "findings", empty,
+               "reports have no findings; global search has nothing to map from them")
+    orphans = sorted(set(rows) - known)
+    if orphans:
+        notes.append(f"{len(orphans)} reports name a community the communities table lacks and were left out")
+    return rows, orphans
+
+
 def _parents(t: Any, keys: list[str], levels: list[int], entities: list[set], chunks: list[set],
              notes: list[str]) -> dict[str, str | None]:
     known = set(keys)
@@ -130,16 +185,12 @@ def build_generation(state: Any, t: Any, build: Any, config: Any) -> tuple[Any, 
     gr_ids = t.column("communities", "id")
     usable = t.has("communities", "id") and None not in gr_ids and len(set(gr_ids)) == len(gr_ids)
     cid = {k: (gr_ids[i] if usable else f"community-{k}") for i, k in enumerate(keys)}
-    gr_levels = [int(v) for v in t.column("communities", "level")]
+    gr_levels = _levels(t, len(keys))
     chunk_sets, entity_lists = _memberships(t, len(keys), build)
     parents = _parents(t, keys, gr_levels, [set(e) for e in entity_lists], [set(c) for c in chunk_sets], notes)
+    _check_tree(t, keys, parents, build)
     level, children = _crux_levels(keys, parents, t.files["communities"])
-    # reports
-    reports_frame = t.frames["community_reports"]
-    report_rows = {str(r["community"]): r for r in reports_frame.to_dict("records") if r["community"] is not None}
-    orphans = sorted(set(report_rows) - set(keys))
-    if orphans:
-        notes.append(f"{len(orphans)} reports name a community the communities table lacks and were left out")
+    report_rows, orphans = _report_rows(t, keys, build, notes)
     chunk_of_key = {k: tuple(sorted(chunk_sets[i])) for i, k in enumerate(keys)}
     resolver = ReferenceResolver({"entities": build.entity_hrid, "relationships": build.rel_hrid,
                                   "sources": build.chunk_hrid, "reports": chunk_of_key,
@@ -201,15 +252,19 @@ def _memberships(t: Any, n: int, build: Any) -> tuple[list, list]:
     relationships' ends)."""
     chunk_sets = ([build.known_chunks(ids) for ids in t.column("communities", "text_unit_ids")]
                   if t.has("communities", "text_unit_ids") else None)
-    entity_lists = []
+    entity_lists, dangling = [], []
     rel_ends = dict(zip(build.rel_map["graphrag_id"], zip(build.rel_map["source"], build.rel_map["target"])))
     for i in range(n):
         if t.has("communities", "entity_ids"):
-            refs = [build.entity_of_id[e] for e in t.column("communities", "entity_ids")[i] if e in build.entity_of_id]
+            listed = t.column("communities", "entity_ids")[i] or ()
+            refs = [build.entity_of_id[e] for e in listed if e in build.entity_of_id]
+            dangling += [i] if len(refs) < len(listed) else []
         else:
             ends = [x for r in t.column("communities", "relationship_ids", [])[i] for x in rel_ends.get(r, ())]
             refs = [build.entity_of_title[x] for x in ends if x in build.entity_of_title]
         entity_lists.append(list(dict.fromkeys(refs)))
+    build.warn("unknown_entity_ids", "communities", "entity_ids", dangling,
+               "communities list entity ids the entities table lacks; those members were left out")
     if chunk_sets is None:
         chunk_sets = [list(dict.fromkeys(c for e in refs for c in build.entity_chunks.get(e, ())))
                       for refs in entity_lists]

@@ -6,6 +6,7 @@ Relationship ends missing from the entities table become placeholder entities.
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pandas as pd
@@ -15,6 +16,9 @@ from ..errors import InputError
 from ..refs import EntityRef, encode_ref
 from ..schema import coerce, empty_frame
 from .graphrag_tables import missing
+
+#: A merged relationship's weight never overflows to inf (``add_edges`` refuses non-finite weights).
+_MAX_WEIGHT = 1e300
 
 STAGE = "graphrag"
 PROVENANCE = "derived"
@@ -136,7 +140,7 @@ class EntityEdgeBuilder:
         tu_lists = self._relationship_units(ids)
         merged: dict[str, dict] = {}
         map_rows, self.rel_hrid, self.rel_dropped = [], {}, 0
-        dropped_rows, placeholder_rows, bad_weights, real_titles = [], [], [0], set(self.entity_of_title)
+        dropped_rows, placeholder_rows, bad_weights, real_titles = [], [], [], set(self.entity_of_title)
         for k, rec in enumerate(t.frames["relationships"].to_dict("records")):
             a, b = (rec["source"] or "").strip(), (rec["target"] or "").strip()
             h = k if hrid[k] is None else hrid[k]
@@ -150,32 +154,34 @@ class EntityEdgeBuilder:
                 continue
             if a not in real_titles or b not in real_titles:
                 placeholder_rows.append(k)
-            row["edge_id"] = self._merge_relationship(merged, a, b, rec, chunks, bad_weights)
+            row["edge_id"] = self._merge_relationship(merged, a, b, rec, chunks, bad_weights, k)
             self.rel_hrid[str(h)] = tuple(chunks)
-        self._relationship_notes(bad_weights[0], dropped_rows, placeholder_rows)
+        self._relationship_notes(bad_weights, dropped_rows, placeholder_rows)
         return merged, map_rows
 
     def _merge_relationship(self, merged: dict[str, dict], a: str, b: str, rec: dict, chunks: list[str],
-                            bad_weights: list[int]) -> str:
+                            bad_weights: list[int], row: int) -> str:
         """Add one relationship to the edge of its entity pair; returns that edge's id."""
         ends = sorted((self._entity_for_title(a), self._entity_for_title(b)))
         edge_id = stable_id("edge", {"type": "related", "from": ends[0], "to": ends[1], "direction": "symmetric",
                                      "stage": STAGE})
         weight = rec.get("weight")
-        if weight is None or not weight > 0:
-            bad_weights[0] += 1
+        if weight is None or not math.isfinite(weight) or not weight > 0:  # inf, NaN, 0 and negatives alike
+            bad_weights.append(row)
             weight = 1.0
         entry = merged.setdefault(edge_id, {"edge_id": edge_id, "ends": ends, "weight": 0.0, "desc": [], "chunks": []})
-        entry["weight"] += float(weight)
+        entry["weight"] = min(entry["weight"] + float(weight), _MAX_WEIGHT)  # a sum of huge weights stays finite
         desc = _text(rec.get("description"))
         if desc and desc not in entry["desc"]:
             entry["desc"].append(desc)
         entry["chunks"] += [c for c in chunks if c not in entry["chunks"]]
         return edge_id
 
-    def _relationship_notes(self, bad_weights: int, dropped_rows: list[int], placeholder_rows: list[int]) -> None:
+    def _relationship_notes(self, bad_weights: list[int], dropped_rows: list[int], placeholder_rows: list[int]) -> None:
         if bad_weights:
-            self.notes.append(f"{bad_weights} relationships without a positive weight were given weight 1.0")
+            self.notes.append(f"{len(bad_weights)} relationships without a positive weight were given weight 1.0")
+        self.warn("invalid_weights", "relationships", "weight", bad_weights,
+                  "relationship weights that are missing, not finite, zero or negative were given weight 1.0")
         if self.rel_dropped:
             self.notes.append(f"{self.rel_dropped} relationships without a known text unit were left out "
                               "(every crux_nb edge needs evidence)")

@@ -27,6 +27,7 @@ import pandas as pd
 
 from ..errors import InputError, StorageError
 from ..schema import check_unicode
+from .graphrag_limits import read_capped
 
 TABLES = ("documents", "text_units", "entities", "relationships", "communities", "community_reports", "covariates")
 REQUIRED_TABLES = ("text_units", "entities", "relationships", "communities", "community_reports")
@@ -141,7 +142,6 @@ def _table_file(folder: Path, table: str) -> tuple[Path | None, bool]:
 def load_tables(path: str | os.PathLike) -> GraphRAGTables:
     """Read every GraphRAG table of the folder (optional tables may be absent)."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     folder = find_folder(path)
     frames, files, legacy_seen = {}, {}, set()
@@ -158,8 +158,10 @@ def load_tables(path: str | os.PathLike) -> GraphRAGTables:
         legacy_seen.add(legacy)
         files[table] = file.name
         try:
-            frame = pq.read_table(file).to_pandas()
-        except (pa.ArrowException, OSError, ValueError, TypeError) as exc:
+            frame = read_capped(file)
+        except StorageError:
+            raise
+        except (pa.ArrowException, OSError, ValueError, TypeError, KeyError, IndexError) as exc:
             raise StorageError(f"GraphRAG table {file.name!r} in {str(folder)!r} cannot be read as Parquet "
                                f"({type(exc).__name__}).", code="graphrag_not_parquet",
                                hint="the file is damaged or is not a Parquet file.") from None

@@ -105,12 +105,53 @@ def read_base(root: Path) -> Base | None:
 
 
 def kept(root: Path) -> list[str]:
-    """The generation ids kept in the folder, oldest first."""
+    """The committed generation ids kept in the folder, oldest first (see ``crux_nb.store.commit``)."""
     gens = root / "generations"
     if not gens.is_dir():
         return []
     inside(root, gens, "the generations folder")
-    return sorted(p.name for p in gens.iterdir() if GEN.match(p.name))
+    return committed(root)
+
+
+def number(generation: str) -> int:
+    """The integer of a generation id (``g000012`` → 12)."""
+    return int(GEN.match(generation).group(1))
+
+
+def folders(root: Path) -> list[str]:
+    """Every folder named like a generation, committed or not (unordered)."""
+    gens = root / "generations"
+    if not gens.is_dir():
+        return []
+    return [p.name for p in gens.iterdir() if GEN.match(p.name)]
+
+
+def committed(root: Path) -> list[str]:
+    """The committed generations still kept in the folder, oldest first (the current one last); see
+    ``crux_nb.store.commit`` for the protocol.
+
+    >>> import tempfile, crux_nb
+    >>> from pathlib import Path
+    >>> folder = Path(tempfile.mkdtemp()) / "kb"
+    >>> kb = crux_nb.knowledge_base(id="c")
+    >>> kb.save(folder), kb.save(folder)
+    ('g000001', 'g000002')
+    >>> (folder / "generations" / "g000009").mkdir()  # a claimed folder that was never switched to
+    >>> from crux_nb.store.generations import committed
+    >>> committed(folder)
+    ['g000001', 'g000002']
+    """
+    if not (root / "CURRENT").exists():
+        return []
+    info = current_pointer(root)
+    current = info["generation"]
+    present = set(folders(root))
+    listed = info.get("committed")
+    if isinstance(listed, list) and all(isinstance(g, str) and GEN.match(g) for g in listed):
+        names = {g for g in listed if g in present} | ({current} & present)
+    else:  # a pointer written before commits were listed: everything up to the current generation
+        names = {g for g in present if number(g) <= number(current)}
+    return sorted(names, key=number)
 
 
 def history(path: str | os.PathLike) -> pd.DataFrame:

@@ -121,7 +121,10 @@ def _json_value(source_id: str, key: str, value: Any, depth: int = 0) -> Any:
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}
         for k, v in value.items():
-            name = check_unicode(str(k), f"metadata {key!r} of source {source_id!r}")
+            if not isinstance(k, str) or not k:  # as at the top level: 1 and None would silently become "1"/"None"
+                raise InputError(f"metadata {key!r} of source {source_id!r} has a nested key {k!r} that is not a "
+                                 "non-empty string.", hint="metadata keys are field names: non-empty strings.")
+            name = check_unicode(k, f"metadata {key!r} of source {source_id!r}")
             if name in out:
                 raise InputError(f"metadata {key!r} of source {source_id!r} has two keys that read as {name!r}.",
                                  hint="nested keys are stored as strings; make them distinct strings.")

@@ -7,6 +7,7 @@ than its time-to-live is stale and may be taken over (its holder crashed).
 from __future__ import annotations
 
 import contextvars
+import errno
 import fcntl
 import json
 import os
@@ -15,7 +16,7 @@ import time
 import uuid
 from pathlib import Path
 
-from ..errors import LeaseError
+from ..errors import LeaseError, StorageError
 
 DEFAULT_TTL = 30.0
 #: Long builds heartbeat their leases from :func:`keepalive` (tests that count file operations turn it off).
@@ -48,14 +49,33 @@ class Lease:
 
     def _try_create(self) -> bool:
         try:
-            fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o644)
         except FileExistsError:
             return False
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(self._record())
-            fh.flush()
-            os.fsync(fh.fileno())
+        except OSError as exc:
+            raise self._failed(exc) from None
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(self._record())
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            # a full disk leaves an empty lease file behind: every later save would wait a TTL for it
+            self.path.unlink(missing_ok=True)
+            raise self._failed(exc) from None
         return True
+
+    def _failed(self, exc: OSError) -> StorageError:
+        codes = {errno.ENOSPC: "disk_full", errno.EDQUOT: "disk_full", errno.EROFS: "read_only",
+                 errno.EACCES: "permission_denied", errno.EPERM: "permission_denied"}
+        return StorageError(f"the build lease {str(self.path)!r} could not be written: {exc.strerror or exc}.",
+                            code=codes.get(exc.errno, "storage_io"),
+                            hint="free disk space or save to a writable folder; nothing was changed.")
+
+    def owned(self) -> bool:
+        """Whether the lease file still names this holder (the fencing check before a commit)."""
+        info = self.holder()
+        return self.held and info is not None and info.get("owner") == self.owner
 
     def holder(self) -> dict | None:
         try:
@@ -77,6 +97,9 @@ class Lease:
     def acquire(self) -> Lease:
         deadline = time.monotonic() + self.wait
         while True:
+            if self.path.is_symlink():  # planted: crux_nb never creates the lease as a link
+                raise StorageError(f"the build lease {str(self.path)!r} is a symbolic link.", code="link_outside",
+                                   hint="remove the link; crux_nb creates the lease file itself.")
             if self._try_create():
                 self.held = True
                 self._beat = time.monotonic()
@@ -95,7 +118,15 @@ class Lease:
     def _take_over(self) -> None:
         # Serialise take-overs with a kernel lock (released if we die), and re-check under it,
         # so a lease another process has just created is never removed by a late take-over.
-        guard = os.open(self.path.with_name(self.path.name + ".guard"), os.O_CREAT | os.O_RDWR, 0o644)
+        try:  # never through a planted link: it would make this process create a file wherever it points
+            guard = os.open(self.path.with_name(self.path.name + ".guard"),
+                            os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW, 0o644)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise StorageError(f"{self.path.name}.guard next to {str(self.path)!r} is a symbolic link.",
+                                   code="link_outside", hint="remove the link; crux_nb creates this file itself."
+                                   ) from None
+            raise self._failed(exc) from None
         try:
             fcntl.flock(guard, fcntl.LOCK_EX)
             if self.path.exists() and self.is_stale():

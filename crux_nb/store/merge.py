@@ -8,7 +8,8 @@ added or removed. The merge starts from theirs and
 * removes the sources mine removed, and replaces (or adds) the sources mine changed with mine's rows:
   documents, sections, chunks, the evidence they give and the edges it supports, the entities those edges name;
 * adds the edges (with their evidence in the merged chunks) and entities mine added or changed since the base;
-* unions the extraction cache (keyed by source, content hash and model fingerprint, so never contradictory);
+* unions the extraction cache (keyed by source, content hash and model fingerprint, so never contradictory)
+  and the embeddings (keyed by embedder fingerprint and chunk content hash), kept where their chunks exist;
 * takes the community tables from mine if only mine rebuilt them, else keeps theirs. Their status follows
   from the fingerprints: ``stale`` when the merged sources differ from what they were built from.
 
@@ -28,7 +29,7 @@ import pandas as pd
 from ..errors import ConflictError
 from ..schema import coerce
 from .generations import Base, kept
-from .state import KBState, _concat, _existing_refs, _merge_edges, _sorted, without_sources
+from .state import KBState, _concat, _existing_refs, _merge_edges, _sorted, embeddings_for, without_sources
 
 COMMUNITY_TABLES = ("community_generations", "communities", "community_members", "reports", "report_findings")
 _SIGNATURE = ("content_hash", "title", "path", "media_type", "metadata")
@@ -45,18 +46,19 @@ def _changed(base: dict[str, str], side: dict[str, str]) -> set[str]:
     return {s for s in base.keys() | side.keys() if base.get(s) != side.get(s)}
 
 
-def merge_onto(root: Path, kb: Any, current: Base, *, read: Callable[[str], KBState]) -> KBState:
-    """The merged state (nothing is written here; ``persist.save`` publishes it under its lease)."""
+def merge_onto(root: Path, kb: Any, current: Base, *, read: Callable[[str], KBState],
+               mine: KBState | None = None) -> KBState:
+    """The merged state of ``mine`` (default ``kb.state``) onto generation ``current`` (nothing is written here;
+    ``persist.save`` publishes it)."""
     if kb.base.generation not in kept(root):
         raise ConflictError(f"kb.save(merge=True): generation {kb.base.generation}, which this knowledge base was "
                             f"read from, is no longer kept in {str(root)!r}, so its changes cannot be told apart.",
                             code="merge_conflict", current=current.generation, base=kb.base.generation,
                             hint="reopen with crux_nb.open(path) and apply your change again, or "
                                  "kb.save(path, overwrite=True); kb.save(path, keep=N) keeps more generations.")
-    base, mine, theirs = read(kb.base.generation), kb.state, read(current.generation)
-    base_sig, mine_sig, their_sig = _signatures(base), _signatures(mine), _signatures(theirs)
-    ours, others = _changed(base_sig, mine_sig), _changed(base_sig, their_sig)
-    clash = sorted(s for s in ours & others if mine_sig.get(s) != their_sig.get(s))
+    base, theirs = read(kb.base.generation), read(current.generation)
+    mine = kb.state if mine is None else mine
+    clash = clashes(base, mine, theirs)
     if clash:
         shown = ", ".join(repr(s) for s in clash[:5]) + (" …" if len(clash) > 5 else "")
         raise ConflictError(f"kb.save(merge=True): source(s) {shown} changed both here and in generation "
@@ -64,15 +66,38 @@ def merge_onto(root: Path, kb: Any, current: Base, *, read: Callable[[str], KBSt
                             code="merge_conflict", current=current.generation, base=kb.base.generation,
                             hint="reopen with crux_nb.open(path) and apply your change again, or "
                                  "kb.save(path, overwrite=True) to keep this version.")
-    ours = {s for s in ours if s not in others}  # the same change on both sides is already in theirs
+    return three_way(base, mine, theirs)
+
+
+def clashes(base: KBState, mine: KBState, theirs: KBState) -> list[str]:
+    """Sources changed on both sides since ``base``, differently."""
+    base_sig, mine_sig, their_sig = _signatures(base), _signatures(mine), _signatures(theirs)
+    both = _changed(base_sig, mine_sig) & _changed(base_sig, their_sig)
+    return sorted(s for s in both if mine_sig.get(s) != their_sig.get(s))
+
+
+def three_way(base: KBState, mine: KBState, theirs: KBState) -> KBState:
+    """``theirs`` with mine's changes since ``base`` applied; a source changed on both sides takes mine's rows
+    (``merge_onto`` refuses those first; a save rebasing the changes made while it ran lets the later ones win).
+
+    Every table keeps both sides' additions: sources, edges and entities as described above, the extraction
+    cache and the embeddings unioned by key (embedder fingerprint and chunk content hash: a vector for
+    the same text from the same embedder is the same vector), kept where their chunks still exist.
+    """
+    base_sig, mine_sig, their_sig = _signatures(base), _signatures(mine), _signatures(theirs)
+    ours, others = _changed(base_sig, mine_sig), _changed(base_sig, their_sig)
+    # the same change on both sides is already in theirs; a different one is mine (see the docstring)
+    ours = {s for s in ours if s not in others or mine_sig.get(s) != their_sig.get(s)}
     merged = _with_sources_of(theirs, mine, ours)
     merged = _with_additions(merged, base, mine)
     extractions = _concat("extractions", [theirs.extractions, mine.extractions]).drop_duplicates(
         ["source_id", "content_hash", "model_fingerprint"])
     merged = replace(merged, extractions=_sorted(extractions, ["source_id", "content_hash", "model_fingerprint"]))
+    vectors = _concat("embeddings", [theirs.embeddings, mine.embeddings]).drop_duplicates(["embedder", "content_hash"])
+    merged = replace(merged, embeddings=embeddings_for(_sorted(vectors, ["embedder", "content_hash"]), merged.chunks))
     if _rebuilt(base, mine) and not _rebuilt(base, theirs):
         merged = replace(merged, **{t: mine.frame(t) for t in COMMUNITY_TABLES})
-    return replace(merged, version=mine.version + 1)
+    return replace(merged, version=max(mine.version, theirs.version) + 1)
 
 
 def _rebuilt(base: KBState, side: KBState) -> bool:

@@ -6,14 +6,15 @@ Layout::
     <path>/generations/g000002/manifest.json
     <path>/generations/g000002/<table>/part-00000.parquet   one Parquet dataset per table
     <path>/lease                         build lease while a save runs
+    <path>/switch                        kernel lock around the CURRENT compare-and-swap (see commit.py)
 
 Each table is a folder of Parquet part files of at most ``partition_rows`` rows,
 so ``dask.dataframe.read_parquet(table_paths(path)["chunks"])`` reads it as one
 partition per file (:func:`table_paths` names the current generation's folders).
 
-A save writes a complete new generation beside the current one, then replaces
-the ``CURRENT`` pointer with one atomic rename; a crash at any point leaves the
-previous generation current and readable. Only Parquet and JSON are read back
+A save writes a complete new generation beside the current one, claims its number
+and switches the ``CURRENT`` pointer with a compare-and-swap (:mod:`crux_nb.store.commit`);
+a crash at any point leaves the previous generation current and readable. Only Parquet and JSON are read back
 (never pickle), and file names never come from user data.
 """
 
@@ -33,13 +34,18 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..errors import ConflictError, NotFoundError, ParameterError, StorageError
+from ..errors import ConflictError, CruxError, NotFoundError, ParameterError, StorageError
 from ..schema import JSON_COLUMNS, SCHEMAS, TUPLE_COLUMNS, coerce, empty_frame, frozen_metadata, has_surrogate
+from . import commit
 from .generations import (FORMAT, GEN, RESTORE, Base, check_version, current_pointer, generation_folder, inside,
                           kept, manifest_digest, read_base)
 from .imports import read_import, save_import
+from .save_checks import check_save_options, check_target
 from .lease import Lease
 from .lexical import settings_record
+from .indexes import read_indexes, write_indexes
+from .parts import PartPool, fsync_dir, link_unchanged, part_pool, remember, write_table
+from .parts import sha256_file as _sha256  # a module name: tests patch persist._sha256
 from .state import KBState
 
 FORMAT_VERSION = 2
@@ -52,14 +58,6 @@ _PART = re.compile(r"^part-\d{5}\.parquet$")
 LATER_TABLES = frozenset({"embeddings"})
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _write_json(path: Path, value: Any) -> None:
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
@@ -67,15 +65,7 @@ def _write_json(path: Path, value: Any) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
-    _fsync_dir(path.parent)
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    fsync_dir(path.parent)
 
 
 def _to_storable(frame: pd.DataFrame, table: str) -> pd.DataFrame:
@@ -105,29 +95,6 @@ def check_path(owner: str, path: Any) -> None:
         raise ParameterError(owner, "path", "a folder path (a non-empty str or pathlib.Path, valid Unicode)", path)
 
 
-def _check_target(root: Path) -> None:
-    if root.exists() and not root.is_dir():
-        raise StorageError(f"{str(root)!r} exists and is not a folder.", hint="choose a folder path for kb.save().")
-    if root.is_dir() and any(root.iterdir()) and not (root / "CURRENT").exists() and not (root / "generations").exists():
-        raise StorageError(f"folder {str(root)!r} is not empty and is not a crux_nb knowledge base.",
-                           hint="save into a new or empty folder.")
-    gens = root / "generations"
-    if gens.is_symlink() or gens.exists():
-        inside(root, gens, "the generations folder")
-
-
-def _check_save_options(partition_rows: Any, overwrite: Any, merge: Any, keep: Any) -> None:
-    if isinstance(partition_rows, bool) or not isinstance(partition_rows, int) or partition_rows < 1:
-        raise ParameterError("kb.save", "partition_rows", "a positive integer", partition_rows)
-    for name, value in (("overwrite", overwrite), ("merge", merge)):
-        if not isinstance(value, bool):
-            raise ParameterError("kb.save", name, "a boolean", value)
-    if overwrite and merge:
-        raise ParameterError("kb.save", "merge", "False when overwrite=True (choose one way out of a conflict)", merge)
-    if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 1):
-        raise ParameterError("kb.save", "keep", "a positive integer (generations kept) or None", keep)
-
-
 def conflict(root: Path, current: Base, base: Base | None) -> ConflictError:
     if base is None:
         told = "this knowledge base was not opened from it"
@@ -145,53 +112,94 @@ def save(kb: Any, path: str | os.PathLike, *, partition_rows: int = PARTITION_RO
     """Write ``kb`` as a new generation and make it current; returns the generation id.
 
     Publishes only if the folder's current generation is still the one ``kb`` was read from (checked under the
-    build lease, together with the publish); otherwise raises :class:`ConflictError` unless ``overwrite`` or
-    ``merge`` says what to do (see ``KnowledgeBase.save``)."""
-    _check_save_options(partition_rows, overwrite, merge, keep)
+    build lease, and again by the compare-and-swap that commits: ``crux_nb.store.commit``); otherwise raises
+    :class:`ConflictError` unless ``overwrite`` or ``merge`` says what to do (see ``KnowledgeBase.save``)."""
+    check_save_options(partition_rows, overwrite, merge, keep)
     root = Path(path)
-    _check_target(root)
-    (root / "generations").mkdir(parents=True, exist_ok=True)
+    check_target(root)
+    before = kb.state
+    provided = _index_frames(kb, before)  # tokenizing is the slow part: done before the lease is taken
+    try:
+        (root / "generations").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise commit.storage_error(root, exc, "creating the folder") from None
     inside(root, root / "generations", "the generations folder")
     with Lease(root / "lease") as lease:
         current = read_base(root)
-        state: KBState = kb.state
+        snapshot: KBState = kb.state  # what this save writes; changes made meanwhile stay in memory (saved_as)
+        state = snapshot
         if current is not None and current != kb.base and not overwrite:
             if not merge or kb.base is None:
                 raise conflict(root, current, kb.base)
             from .merge import merge_onto
 
-            state = merge_onto(root, kb, current, read=lambda g: _read_generation(root, g, verify=True)[1])
-        existing = kept(root)
-        number = int(GEN.match(existing[-1]).group(1)) + 1 if existing else 1
-        generation = f"g{number:06d}"
+            state = merge_onto(root, kb, current, read=lambda g: _read_generation(root, g, verify=True)[1],
+                               mine=snapshot)
+        generation = f"g{commit.next_number(root):06d}"
         keep = keep or _kept_setting(root)
-        _remove_partials(root)
         tmp = root / "generations" / f".tmp-{generation}-{uuid.uuid4().hex[:8]}"
-        tmp.mkdir()
-        tables = {}
-        for table in SCHEMAS:
-            tables[table] = _write_table(tmp / table, _to_storable(state.frame(table), table), partition_rows)
-            lease.heartbeat()
-        manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": generation,
-                    "kb": {"id": kb.id, "namespace": kb.namespace, "chunk_size": kb.chunk_size,
-                           "lexical": settings_record(kb.lexical)},
-                    "tables": tables}
-        if getattr(kb, "graphrag", None) is not None:  # import details travel with the knowledge base
-            manifest["imported"] = save_import(kb.graphrag, tmp / "imported",
-                                               lambda folder, frame: _write_table(folder, frame, partition_rows))
-        if kb.communities_config is not None:
-            manifest["communities"] = communities_record(kb.communities_config)
-        elif getattr(kb, "saved_communities", None):  # opened without its model: keep what was saved
-            manifest["communities"] = kb.saved_communities
-        _write_json(tmp / "manifest.json", manifest)
-        final = root / "generations" / generation
-        os.rename(tmp, final)
-        _fsync_dir(final.parent)
-        _write_json(root / "CURRENT", {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": generation,
-                                       "keep": keep})
-        _cleanup(root, keep_current=generation, count=keep)
-        kb.published(state, Base(generation, manifest_digest(final)))
+        try:
+            tmp.mkdir()
+            if state is not before:  # merged, or changed by another thread: index what is written
+                provided = _index_frames(kb, state)
+            _write_generation(kb, state, tmp, generation, partition_rows, lease, provided)
+        except CruxError:  # StorageError is an OSError too: a lease lost while writing stays what it is
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        except FileNotFoundError:  # our temporary folder vanished: a save that took the lease over removed it
+            raise commit.taken_over(root, generation, base=None if current is None else current.generation) from None
+        except OSError as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise commit.storage_error(root, exc, f"writing generation {generation}") from None
+        final = commit.claim(root, tmp, generation, base=None if current is None else current.generation)
+        try:
+            commit.switch(root, generation, observed=current, lease=lease, keep=keep, write_json=_write_json,
+                          format_version=FORMAT_VERSION)
+        except CruxError:
+            commit.discard(final)  # claimed but never committed: nobody else can use its name
+            raise
+        except OSError as exc:
+            commit.discard(final)
+            raise commit.storage_error(root, exc, "switching CURRENT") from None
+        commit.clean(root, generation)
+        kb.saved_as(snapshot, state, Base(generation, manifest_digest(final)))
     return generation
+
+
+def _write_generation(kb: Any, state: KBState, tmp: Path, generation: str, partition_rows: int, lease: Any,
+                      provided: dict) -> dict:
+    """Every table, the saved indexes, the import details and the manifest of one generation, written into
+    ``tmp``; parts a kept generation holds already are linked, not written (:mod:`crux_nb.store.parts`)."""
+    pool = part_pool(tmp.parent.parent)
+    tables = {}
+    for table in SCHEMAS:
+        frame = state.frame(table)  # the same frame object as at the last save or open: its parts, linked
+        tables[table] = link_unchanged(tmp / table, state.shared, table, frame, partition_rows=partition_rows,
+                                       pool=pool) or _write_table(tmp / table, _to_storable(frame, table),
+                                                                  partition_rows, pool)
+        remember(state.shared, table, frame, tables[table])
+        lease.heartbeat()
+    manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": generation,
+                "kb": {"id": kb.id, "namespace": kb.namespace, "chunk_size": kb.chunk_size,
+                       "lexical": settings_record(kb.lexical)},
+                "tables": tables}
+    if provided:
+        manifest["indexes"] = write_indexes(tmp, provided, tables, partition_rows=partition_rows, pool=pool)
+        lease.heartbeat()
+    if getattr(kb, "graphrag", None) is not None:  # import details travel with the knowledge base
+        manifest["imported"] = save_import(kb.graphrag, tmp / "imported",
+                                           lambda folder, frame: _write_table(folder, frame, partition_rows, pool))
+    if kb.communities_config is not None:
+        manifest["communities"] = communities_record(kb.communities_config)
+    elif getattr(kb, "saved_communities", None):  # opened without its model: keep what was saved
+        manifest["communities"] = kb.saved_communities
+    _write_json(tmp / "manifest.json", manifest)
+    return manifest
+
+
+def _index_frames(kb: Any, state: KBState) -> dict:  # kb.index_frames: see crux_nb.store.indexes
+    provider = getattr(kb, "index_frames", None)
+    return provider(state) if callable(provider) else {}
 
 
 def communities_record(config: Any) -> dict:
@@ -221,35 +229,10 @@ def _kept_setting(root: Path) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else KEEP_GENERATIONS
 
 
-def _write_table(folder: Path, frame: pd.DataFrame, partition_rows: int) -> dict:
-    """One Parquet file per ``partition_rows`` rows (at least one file, so empty tables keep their schema)."""
-    folder.mkdir()
-    schema = pa.Schema.from_pandas(frame, preserve_index=False)
-    parts = []
-    for number, start in enumerate(range(0, max(len(frame), 1), partition_rows)):
-        file = folder / f"part-{number:05d}.parquet"
-        piece = frame.iloc[start:start + partition_rows]
-        pq.write_table(pa.Table.from_pandas(piece, schema=schema, preserve_index=False), file)
-        with open(file, "rb+") as fh:
-            os.fsync(fh.fileno())
-        parts.append({"file": file.name, "rows": len(piece), "sha256": _sha256(file)})
-    _fsync_dir(folder)
-    return {"folder": folder.name, "rows": len(frame), "parts": parts}
-
-
-def _remove_partials(root: Path) -> None:
-    """Leftovers of a save that was killed: partial generation folders and temporary pointer files."""
-    for p in (root / "generations").iterdir():
-        if p.name.startswith(".tmp-"):
-            shutil.rmtree(p, ignore_errors=True)
-    for p in root.glob(".CURRENT.*.tmp"):
-        p.unlink(missing_ok=True)
-
-
-def _cleanup(root: Path, *, keep_current: str, count: int) -> None:
-    for name in kept(root)[:-count]:
-        if name != keep_current:
-            shutil.rmtree(root / "generations" / name, ignore_errors=True)
+def _write_table(folder: Path, frame: pd.DataFrame, partition_rows: int, pool: PartPool | None = None) -> dict:
+    """The table's part files (:func:`crux_nb.store.parts.write_table`: cut by content, at most
+    ``partition_rows`` rows each, parts an earlier kept generation has already linked instead of written)."""
+    return write_table(folder, frame, partition_rows=partition_rows, pool=pool)
 
 
 def current_generation(path: str | os.PathLike) -> str:
@@ -266,6 +249,7 @@ class Saved:
     state: KBState
     base: Base
     graphrag: Any = None  # a GraphRAGImport, when the knowledge base was imported from GraphRAG
+    indexes: Any = None  # {name: SavedIndex}: the saved indexes that match its tables (crux_nb.store.indexes)
 
 
 def read_saved(path: str | os.PathLike, *, verify: bool = True, generation: str | None = None) -> Saved:
@@ -288,7 +272,8 @@ def read_saved(path: str | os.PathLike, *, verify: bool = True, generation: str 
     folder = generation_folder(root, generation) / "imported"
     graphrag = read_import(manifest.get("imported"), lambda name, entry: _read_parts(
         root, folder, generation, name, entry, verify=verify, what=f"imported table {name!r}"))
-    return Saved(root, manifest, state, Base(generation, digest), graphrag)
+    indexes = read_indexes(root, generation_folder(root, generation), manifest, verify=verify, sha256=_sha256)
+    return Saved(root, manifest, state, Base(generation, digest), graphrag, indexes)
 
 
 def read_current(path: str | os.PathLike, *, verify: bool = True) -> tuple[Path, dict, KBState]:
@@ -323,14 +308,17 @@ def _read_generation(root: Path, generation: str, *, verify: bool) -> tuple[dict
         manifest["kb"]["id"]
     except FileNotFoundError:
         raise StorageError(f"generation {generation} of {str(root)!r} has no manifest.", hint=RESTORE) from None
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):  # RecursionError: a manifest nested thousands deep
         raise StorageError(f"the manifest of generation {generation} of {str(root)!r} is corrupted.",
                            hint=RESTORE) from None
     check_version(root, manifest.get("format_version"), f"the manifest of generation {generation}")
     frames = {table: empty_frame(table) if table in LATER_TABLES and table not in tables
               else _read_table(root, folder, generation, table, tables.get(table), verify=verify)
               for table in SCHEMAS}
-    return manifest, KBState(**frames), hashlib.sha256(raw).hexdigest()
+    state = KBState(**frames)
+    for table, frame in frames.items():  # a save of an unchanged table links these parts (crux_nb.store.parts)
+        remember(state.shared, table, frame, tables.get(table))
+    return manifest, state, hashlib.sha256(raw).hexdigest()
 
 
 def table_paths(path: str | os.PathLike) -> dict[str, Path]:
@@ -352,7 +340,7 @@ def _read_table(root: Path, folder: Path, generation: str, table: str, entry: An
     frame = _read_parts(root, folder, generation, table, entry, verify=verify, what=f"table {table!r}")
     try:
         return _from_storable(frame, table)
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, KeyError, RecursionError) as exc:  # JSON text damaged (verify=False)
         raise StorageError(f"table {table!r} of generation {generation} in {str(root)!r} does not match its schema: "
                            f"{exc}.", hint=RESTORE) from None
 
@@ -368,11 +356,21 @@ def _read_parts(root: Path, folder: Path, generation: str, table: str, entry: An
         if not file.exists():
             raise StorageError(f"{where} is missing ({file.relative_to(folder)}).",
                                hint="the folder was changed by hand; restore it from a backup.")
-        if verify and _sha256(file) != part.get("sha256"):
-            raise StorageError(f"{where} is corrupted (checksum mismatch).", hint="the file was changed after saving.")
+        try:
+            digest = _sha256(file) if verify else None
+        except FileNotFoundError:  # retention removed it under a slow reader: the caller follows CURRENT again
+            raise StorageError(f"{where} vanished while it was read ({file.name}).", code="generation_removed",
+                               hint="the generation was cleaned up by a newer save; open the folder again.") from None
+        if verify and digest != part.get("sha256"):
+            raise StorageError(f"{where} is corrupted (checksum mismatch in {file.relative_to(folder)}).",
+                               code="checksum_mismatch", hint="the file was changed after saving; " + RESTORE)
         try:
             piece = pq.read_table(file).to_pandas()
-        except (pa.ArrowException, OSError) as exc:
+        except FileNotFoundError:
+            raise StorageError(f"{where} vanished while it was read ({file.name}).", code="generation_removed",
+                               hint="the generation was cleaned up by a newer save; open the folder again.") from None
+        except (pa.ArrowException, OSError, ValueError, KeyError, TypeError, IndexError) as exc:
+            # with verify=False a damaged file can fail anywhere in pyarrow's and pandas' decoding
             raise StorageError(f"{where} cannot be read as Parquet: {type(exc).__name__}.",
                                hint=RESTORE) from None
         if len(piece) != part.get("rows"):

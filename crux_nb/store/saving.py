@@ -20,7 +20,8 @@ class Saving:
         returns the generation id. ``crux_nb.store.persist.table_paths(path)`` names the table folders.
 
         The save publishes only if the folder is still at the generation this knowledge base was read from
-        (``kb.base_generation``; checked under the build lease, atomically with the publish). Otherwise it raises
+        (``kb.base_generation``; checked under the build lease, and again by the compare-and-swap that commits,
+        which also fails if this save's lease was taken over while it was paused). Otherwise it raises
         :class:`~crux_nb.errors.ConflictError` (code ``save_conflict``) and writes nothing. The ways out:
 
         * reopen with ``crux_nb.open(path)`` and apply the change again;
@@ -33,6 +34,9 @@ class Saving:
         * ``overwrite=True``: replace the newer generation (it stays in ``crux_nb.history(path)`` while kept).
 
         ``keep`` sets how many generations the folder keeps (recorded in the folder; default 2).
+
+        Safe to call while other threads change this knowledge base: the save writes the state it started
+        from, and changes made meanwhile stay (unsaved) in memory.
 
         Examples
         --------
@@ -70,6 +74,28 @@ class Saving:
     def base_generation(self) -> str | None:
         """The id of the generation this knowledge base was read from or last saved as (None if never)."""
         return None if self._base is None else self._base.generation
+
+    def saved_as(self, snapshot: KBState, written: KBState, base: Any) -> None:
+        """Record a save: ``snapshot`` is the state the save started from, ``written`` what it committed as
+        ``base`` (``snapshot`` itself, or a merge of it onto a newer generation).
+
+        Changes another thread made while the save ran are kept (never reverted to the snapshot): with no
+        merge they are simply unsaved changes on top of ``base``; after a merge they are applied onto the
+        merged state (the later change wins a source both touched)."""
+        with self._lock:
+            if self._state is snapshot:
+                state = written
+            elif written is snapshot:
+                state = self._state
+            else:
+                from .merge import three_way
+
+                state = three_way(snapshot, self._state, written)
+            state = self._adopt(state)
+            if state is not self._state:
+                self._state = state
+                self._reader = None
+            self._base = base
 
     def published(self, state: KBState, base: Any) -> None:
         """Record a publish (or an open): ``state`` is what the folder holds as generation ``base``."""

@@ -8,13 +8,15 @@ Run as a script (the tests start it; nothing here is imported by the library)::
 Operations, each on a saved knowledge base folder:
 
 * ``save``     add one source, ``kb.save(path)``;
+* ``save_parts``  remove one source and add one, ``kb.save(path, keep=1)``: most parts are linked from the
+  previous generation, which retention then deletes (every save here cuts tables into small parts);
 * ``extract``  ``kb.extract_entities()``, then ``kb.save(path)`` (extraction on a saved KB);
 * ``prepare``  ``kb.communities.prepare()`` (extracts, builds, publishes by saving);
 * ``save_loop`` / ``read_loop``  a writer saving known versions repeatedly / a reader reopening with ``verify=True``;
 * ``paused_read``  an open that stops inside its first Parquet read until told to go on.
 
 Kill points: while an operation runs, low-level functions it goes through (``os.replace``, ``os.rename``,
-``os.fsync``, ``os.open``, ``os.unlink``, ``os.mkdir``, ``shutil.rmtree``, ``open`` for writing and that file's
+``os.fsync``, ``os.open``, ``os.unlink``, ``os.mkdir``, ``os.link``, ``shutil.rmtree``, ``shutil.copyfile``, ``open`` for writing and that file's
 ``flush``/``close``, ``pyarrow.parquet.write_table``, ``Lease.heartbeat``/``release``, the model's ``extract`` and
 ``write_report``) are wrapped by a counter; with ``kill_at = N`` the process sends itself ``SIGKILL`` just before
 the N-th call. Without ``kill_at`` it only counts, so the parent learns how many kill points the operation has.
@@ -58,7 +60,19 @@ TEXTS = {
 }
 EXTRA = ("late.md", "# Late\n\nHannah Okafor joined Priya Raman on the Billing Service for Fabrikam.")
 KB_ID = "crash"
-OPS = ("save", "extract", "prepare")
+OPS = ("save", "extract", "prepare", "save_parts")
+#: Part size of every save here: small enough that even this small knowledge base's tables are cut into several
+#: parts, so saves link the unchanged ones from the previous generation (the incremental path, issue 35).
+PART_BYTES = 256
+REMOVED = "team-0-0.md"  # save_parts removes it (and adds EXTRA), then keeps only the new generation
+
+
+def small_parts():
+    """Cut tables into parts of about PART_BYTES (returns the previous setting, to restore)."""
+    from crux_nb.store import parts
+
+    previous, parts.PART_BYTES = parts.PART_BYTES, PART_BYTES
+    return previous
 
 
 def base_kb(extra: int = 0):
@@ -134,9 +148,10 @@ class KillPoints:
         from crux_nb.models import OfflineModel
         from crux_nb.store.lease import Lease
 
-        for attr in ("replace", "rename", "fsync", "open", "unlink", "mkdir"):
+        for attr in ("replace", "rename", "fsync", "open", "unlink", "mkdir", "link"):
             self.wrap(os, attr, f"os.{attr}")
         self.wrap(shutil, "rmtree", "shutil.rmtree")
+        self.wrap(shutil, "copyfile", "shutil.copyfile")
         self.wrap(pq, "write_table", "pq.write_table")
 
         original_open = builtins.open
@@ -228,8 +243,10 @@ def _record_saves(result: dict) -> None:
 
 def operation(op: str, kb, path, points: KillPoints | None, result: dict, job: dict) -> None:
     """Run ``op`` on ``kb`` (whose content is the folder's current generation) and publish to ``path``."""
-    if op == "save":
+    if op in ("save", "save_parts"):
         kb.add_text(*EXTRA)
+    if op == "save_parts" and REMOVED in set(kb.documents["source_id"]):  # the later run may find it gone
+        kb.remove(REMOVED)
     _mark(job.get("ready"))
     if job.get("go"):
         _wait_for(job["go"])
@@ -239,6 +256,8 @@ def operation(op: str, kb, path, points: KillPoints | None, result: dict, job: d
     t0 = time.perf_counter()
     if op == "save":
         result["generation"] = kb.save(path)
+    elif op == "save_parts":
+        result["generation"] = kb.save(path, keep=1)
     elif op == "extract":
         kb.extract_entities(progress=False)
         result["generation"] = kb.save(path)
@@ -517,7 +536,8 @@ def _worker(job: dict) -> int:
 
 WARM = ("igraph", "leidenalg", "pyarrow.parquet", "tqdm.auto", "crux_nb", "crux_nb.community.cluster",
         "crux_nb.community.graph_input", "crux_nb.community.reports", "crux_nb.community.surface", "crux_nb.extract",
-        "crux_nb.models.remote", "crux_nb.retrieval", "crux_nb.store.persist", "crux_nb.testing")
+        "crux_nb.models.remote", "crux_nb.retrieval", "crux_nb.store.persist", "crux_nb.testing",
+        "bm25s.stopwords")  # the lexical index a save stores reads its stop words from bm25s (seconds to import)
 
 
 def _warm_up() -> None:
@@ -620,6 +640,7 @@ def _handle(request: dict) -> dict:
 def serve() -> None:
     # igraph imports matplotlib.pyplot for its drawing helpers (~2 s per interpreter); nothing here draws
     sys.modules.setdefault("matplotlib", None)
+    small_parts()
     _warm_up()
     print(json.dumps({"ready": True, "pid": os.getpid()}), flush=True)
     for line in sys.stdin:

@@ -68,7 +68,13 @@ def crash_env(tmp_path_factory):
     servers = [H.ForkServer(str(work / "jobs"), name=f"s{i}-") for i in range(SERVERS)]
     try:
         base = work / "base"
-        H.base_kb().save(base)  # while the servers import
+        previous = H.small_parts()  # saved as the servers save: tables cut into small parts
+        try:
+            H.base_kb().save(base)  # while the servers import
+        finally:
+            from crux_nb.store import parts
+
+            parts.PART_BYTES = previous
         for server in servers:
             server.wait_ready()
             server.preload(base=base)
@@ -95,7 +101,8 @@ def crash_env(tmp_path_factory):
             server.close()
 
 
-TARGET = {"save": 20, "extract": 18, "prepare": 14}  # kill points per operation before bisection: 52 in all
+# kill points per operation before bisection: 68 in all
+TARGET = {"save": 20, "extract": 18, "prepare": 14, "save_parts": 16}
 
 
 def selection(points: list[str], target: int) -> list[int]:
@@ -178,6 +185,10 @@ def test_kill_points_cover_every_stage(crash_env):
     assert {"pq.write_table", "os.fsync", "os.replace", "os.rename", "Lease.heartbeat", "Lease.release"} <= save
     assert env.counted["extract"].count("model.extract") >= 2 and set(env.counted["extract"]) >= save
     assert "model.write_report" in env.counted["prepare"] and "model.extract" in env.counted["prepare"]
+    # the incremental path: unchanged parts linked from the previous generation, which retention then deletes
+    assert {"os.link", "shutil.rmtree"} <= set(env.counted["save_parts"]) and "os.link" in save
+    switch = max(i for i, name in enumerate(env.counted["save_parts"]) if name in SWITCHES)
+    assert "shutil.rmtree" in env.counted["save_parts"][switch:]
     # the uninterrupted runs changed the knowledge base, so "old" and "new" are distinguishable
     base = open_knowledge_base(env.base)
     for op in H.OPS:

@@ -284,9 +284,11 @@ HOSTILE_IDS = ["../../evil", "/etc/passwd", "a/../../b", "CON", "..", ".", "a\x0
                "..\\..\\evil", "x" * 5000, "chunks", "manifest.json", "CURRENT", "../generations/g999999/CURRENT",
                "%2e%2e%2fevil", "a:b%3Ac", "\u202eevil.md", "~/.ssh/id_rsa"]
 # every name a saved folder may hold (format 1 single files or format 2 part folders; leases while saving)
-ALLOWED = re.compile(r"^(CURRENT|lease|lease\.guard|communities\.lease|communities\.lease\.guard|generations"
+ALLOWED = re.compile(r"^(CURRENT|switch|lease|lease\.guard|communities\.lease|communities\.lease\.guard|generations"
                      r"|generations/g\d{6,}|generations/g\d{6,}/manifest\.json"
-                     rf"|generations/g\d{{6,}}/({'|'.join(SCHEMAS)})(\.parquet|/part-\d{{5}}\.parquet)?)$")
+                     rf"|generations/g\d{{6,}}/({'|'.join(SCHEMAS)})(\.parquet|/part-\d{{5}}\.parquet)?"
+                     # saved indexes: names from the code (crux_nb.store.indexes), never from data
+                     r"|generations/g\d{6,}/indexes(/[a-z][a-z0-9_]*(/[a-z][a-z0-9_]*(/part-\d{5}\.parquet)?)?)?)$")
 
 
 def walk(root: Path) -> set[str]:

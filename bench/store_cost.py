@@ -1,0 +1,187 @@
+"""Benchmark: what saving and reopening a big knowledge base costs (issue 35, storage part), against main's code.
+
+Workload: ``N`` chunks of real prose (the Christmas Carol and sample passages, packed as in ``bench/scale.py``:
+20 chunks per source), ``N/2`` named entities and ``E`` ``mentions`` edges from random chunks to random
+entities (one evidence chunk each, built as ``kb.add_edges`` builds them: ``bench/neighbors.py``). Each code
+version (this checkout, and main's at ``--baseline``, default ``/work/main``) runs every step in a fresh
+process of its own, on a folder it saved itself:
+
+* **build**: build the knowledge base and save it (full save: bytes written, from ``/proc/self/io``'s
+  ``wchar``: every byte passed to ``write``);
+* **open**: ``crux_nb.open(path)`` then the first query (``retrieve(limit=10)`` + ``expand_relations()``),
+  timed together, with the process's peak RSS; then 30 warm queries (p50, p95);
+* **edit**: open, ``kb.add_text`` of one small source, ``kb.save``: the bytes that save wrote, as a share of
+  the full save's.
+
+Usage::
+
+    .venv/bin/python bench/store_cost.py                    # 100k chunks / 500k edges (several minutes)
+    .venv/bin/python bench/store_cost.py --small            # 10k / 50k
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+QUERIES = ["Scrooge counting-house clerk", "ghost of Christmas past", "Tiny Tim Bob Cratchit", "Marley chains",
+           "release planning", "the fire and the candle", "Fezziwig ball", "knocker on the door"]
+
+
+def _wchar() -> int:
+    with open("/proc/self/io") as fh:
+        return int(next(line for line in fh if line.startswith("wchar")).split()[1])
+
+
+def _peak_mb() -> float:
+    with open("/proc/self/status") as fh:
+        return int(next(line for line in fh if line.startswith("VmHWM")).split()[1]) / 1024
+
+
+def _recipe(kb):
+    from crux_nb import expand_relations, retrieve
+
+    return kb.recipe(steps=[retrieve(limit=10), expand_relations()])
+
+
+def step_build(folder: str, n_chunks: int, n_edges: int) -> dict:
+    import pandas as pd
+
+    import crux_nb
+    from crux_nb import KnowledgeBase
+    from bench import neighbors as nb
+    from bench.scale import corpus_frame
+
+    frame, _ = corpus_frame(n_chunks)
+    t0 = time.perf_counter()
+    kb = crux_nb.knowledge_base(id="store")
+    kb.add_frame(frame, id_column="id", text_column="text", format="text")
+    n_entities = max(n_chunks // 2, 1)
+    kb.add_entities(pd.DataFrame({"entity_id": [f"e{i:07d}" for i in range(n_entities)],
+                                  "canonical_name": [f"Entity {i}" for i in range(n_entities)]}))
+    rng = random.Random(35)
+    refs = kb.chunks["ref"].tolist()
+    ent = kb.entities["ref"].tolist()
+    pairs = {(rng.randrange(len(refs)), rng.randrange(len(ent))) for _ in range(int(n_edges * 1.02))}
+    pairs = sorted(pairs)[:n_edges]
+    edges = pd.DataFrame({"from_ref": [refs[a] for a, _ in pairs], "to_ref": [ent[b] for _, b in pairs],
+                          "type": "mentions", "direction": "directed", "weight": 1.0,
+                          "evidence": [[refs[a]] for a, _ in pairs]})
+    kb = KnowledgeBase(id="store", namespace=kb.namespace, state=nb.build_direct_state(kb.state, edges))
+    build = time.perf_counter() - t0
+    before = _wchar()
+    t0 = time.perf_counter()
+    kb.save(folder)
+    return {"build_s": build, "save_s": time.perf_counter() - t0, "save_bytes": _wchar() - before,
+            "chunks": len(kb.chunks), "edges": len(kb.edges)}
+
+
+def step_open(folder: str) -> dict:
+    import crux_nb
+
+    t0 = time.perf_counter()
+    kb = crux_nb.open(folder)
+    opened = time.perf_counter() - t0
+    _recipe(kb).retrieve(QUERIES[0])
+    first = time.perf_counter() - t0
+    peak = _peak_mb()
+    recipe = _recipe(kb)
+    times = []
+    for i in range(30):
+        t = time.perf_counter()
+        recipe.retrieve(QUERIES[i % len(QUERIES)] + f" {i}")
+        times.append(time.perf_counter() - t)
+    times.sort()
+    return {"open_s": opened, "open_first_s": first, "peak_mb": peak,
+            "warm_p50_ms": 1000 * times[len(times) // 2], "warm_p95_ms": 1000 * times[int(len(times) * 0.95)]}
+
+
+def step_edit(folder: str) -> dict:
+    import crux_nb
+
+    kb = crux_nb.open(folder)
+    t0 = time.perf_counter()
+    kb.add_text("zz-late-note.md", "# Late note\n\nScrooge kept a small late note about the counting-house.")
+    added = time.perf_counter() - t0
+    before = _wchar()
+    t0 = time.perf_counter()
+    kb.save(folder)
+    return {"add_text_s": added, "edit_save_s": time.perf_counter() - t0, "edit_save_bytes": _wchar() - before}
+
+
+def _child(code: Path, step: str, *args: str) -> dict:
+    env = {**os.environ, "PYTHONPATH": f"{code}:{ROOT}"}
+    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--step", step, *args], cwd=code, env=env,
+                          capture_output=True, text=True)
+    if proc.returncode:
+        sys.stderr.write(proc.stderr)
+        raise SystemExit(f"{step} under {code} failed")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def run(n_chunks: int, n_edges: int, baseline: Path) -> str:
+    sides = {"main": baseline, "this branch": ROOT}
+    results = {}
+    work = Path(tempfile.mkdtemp(prefix="store-cost-"))
+    try:
+        for label, code in sides.items():
+            folder = str(work / label.replace(" ", "-"))
+            res = _child(code, "build", folder, str(n_chunks), str(n_edges))
+            res.update(_child(code, "open", folder))
+            res.update(_child(code, "edit", folder))
+            res["edit_share"] = res["edit_save_bytes"] / res["save_bytes"]
+            results[label] = res
+            print(f"[store_cost] {label}: {json.dumps(res)}", file=sys.stderr, flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    rows = [("full save (s)", "save_s", "{:.2f}"), ("full save written (MB)", "save_bytes", "mb"),
+            ("open (s)", "open_s", "{:.2f}"), ("open + first query (s)", "open_first_s", "{:.2f}"),
+            ("peak RSS, open + first query (MB)", "peak_mb", "{:.0f}"),
+            ("warm query p50 (ms)", "warm_p50_ms", "{:.1f}"), ("warm query p95 (ms)", "warm_p95_ms", "{:.1f}"),
+            ("one small add_text (s)", "add_text_s", "{:.2f}"), ("save after it (s)", "edit_save_s", "{:.2f}"),
+            ("save after it, written (MB)", "edit_save_bytes", "mb"),
+            ("  as a share of a full save", "edit_share", "pct")]
+    first = next(iter(results.values()))
+    lines = [f"{first['chunks']:,} chunks, {first['edges']:,} edges; fresh process per step",
+             "", "| measure | " + " | ".join(results) + " |", "| --- | " + " | ".join("---:" for _ in results) + " |"]
+    for name, key, fmt in rows:
+        cells = []
+        for res in results.values():
+            v = res[key]
+            cells.append(f"{v / 1e6:.1f}" if fmt == "mb" else f"{100 * v:.1f}%" if fmt == "pct" else fmt.format(v))
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--small", action="store_true")
+    parser.add_argument("--chunks", type=int, default=100_000)
+    parser.add_argument("--edges", type=int, default=500_000)
+    parser.add_argument("--baseline", type=Path, default=Path("/work/main"))
+    parser.add_argument("--step", nargs="+")
+    args = parser.parse_args(argv)
+    if args.step:
+        name, *rest = args.step
+        if name == "build":
+            out = step_build(rest[0], int(rest[1]), int(rest[2]))
+        else:
+            out = {"open": step_open, "edit": step_edit}[name](rest[0])
+        print(json.dumps(out))
+        return 0
+    chunks, edges = (10_000, 50_000) if args.small else (args.chunks, args.edges)
+    print(run(chunks, edges, args.baseline))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
