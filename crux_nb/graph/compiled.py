@@ -1,0 +1,123 @@
+"""Compiled graph loops without a first-call stall: numba compiles them in a background thread.
+
+numba is a core dependency (it ships wheels), so every install has the compiled traversal of
+:mod:`.frontier_kernel` and the compiled breadth-first reach here. Compiling them takes seconds (tens of
+seconds on a busy machine, once per machine: numba caches the machine code on disk, and a later process
+loads it in about a second). So the first call never waits for it: it starts the compilation in a daemon
+thread (running the kernel once on that call's own arrays, which compiles it for exactly those types) and
+answers with the numpy code, which gives the same results bit for bit; calls after the thread finished
+run compiled. :func:`prepare` compiles in the foreground instead (an install step, a benchmark's warm-up).
+``CRUX_NB_TRAVERSAL=numpy`` turns the compiled loops off, ``CRUX_NB_TRAVERSAL=kernel`` makes the first call
+compile and wait (what the bit-for-bit tests use).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+
+import numpy as np
+
+__all__ = ["mode", "ready", "mark_ready", "warm", "wait", "reach_kernel"]
+
+_events: dict[str, threading.Event] = {}
+_started: dict[str, threading.Thread] = {}
+_errors: dict[str, BaseException] = {}
+_lock = threading.Lock()
+
+
+def mode() -> str:
+    """``"numpy"``, ``"kernel"`` (compile in the foreground) or ``"auto"`` (compile in the background)."""
+    value = os.environ.get("CRUX_NB_TRAVERSAL", "").lower()
+    return value if value in ("numpy", "kernel") else "auto"
+
+
+def ready(name: str) -> bool:
+    """Whether the compiled loop ``name`` finished compiling in this process."""
+    event = _events.get(name)
+    return event is not None and event.is_set()
+
+
+def mark_ready(name: str) -> None:
+    """Record that the compiled loop ``name`` ran (compiled in the foreground, or by :func:`warm`'s thread)."""
+    event = _events.get(name)
+    if event is None:
+        with _lock:
+            event = _events.setdefault(name, threading.Event())
+    event.set()
+
+
+def warm(name: str, compile_once: Callable[[], object]) -> None:
+    """Run ``compile_once`` (a first call of the compiled loop ``name``) in a daemon thread, once per process."""
+    with _lock:
+        if name in _started:
+            return
+        event = _events.setdefault(name, threading.Event())
+
+        def target() -> None:
+            try:
+                compile_once()
+            except BaseException as exc:  # noqa: BLE001 (kept: the numpy code goes on answering)
+                _errors[name] = exc
+
+        _started[name] = thread = threading.Thread(target=target, name=f"crux_nb-compile-{name}", daemon=True)
+    thread.start()
+
+
+def wait(name: str, timeout: float | None = None) -> bool:
+    """Wait for a background compilation of ``name`` started by :func:`warm`; whether it is ready."""
+    thread = _started.get(name)
+    if thread is not None:
+        thread.join(timeout)
+    if name in _errors:
+        raise _errors[name]
+    return ready(name)
+
+
+_reach = None
+
+
+def reach_kernel():
+    """The compiled breadth-first reach (see :meth:`crux_nb.graph.adjacency.AdjacencyIndex.reach`)."""
+    global _reach
+    if _reach is None:
+        import numba
+
+        _reach = numba.njit(cache=True, nogil=True)(_reach_loop)
+    return _reach
+
+
+def _reach_loop(indptr, peer, mask, start, depth, seen):
+    """Nodes within ``depth`` hops of ``start`` over the entries ``mask`` admits, start excluded, ordered by
+    (hop, node code): each hop's new nodes sorted, as the numpy reach's ``np.unique`` gives them. ``seen``
+    (a zeroed byte per node) is zeroed again on return."""
+    nodes = np.empty(len(seen), np.int64)
+    hops = np.empty(len(seen), np.int64)
+    count = 0
+    seen[start] = 1
+    lo, hi = 0, 0
+    frontier_start = -1  # the first hop reads the start alone
+    for hop in range(1, depth + 1):
+        first = count
+        if frontier_start < 0:
+            lo, hi = 0, 1
+        for i in range(lo, hi):
+            node = start if frontier_start < 0 else nodes[i]
+            for e in range(indptr[node], indptr[node + 1]):
+                if mask[e]:
+                    p = peer[e]
+                    if not seen[p]:
+                        seen[p] = 1
+                        nodes[count] = p
+                        hops[count] = hop
+                        count += 1
+        if count == first:
+            break
+        nodes[first:count] = np.sort(nodes[first:count])
+        frontier_start = first
+        lo, hi = first, count
+    seen[start] = 0
+    for i in range(count):
+        seen[nodes[i]] = 0
+    return nodes[:count].copy(), hops[:count].copy()
