@@ -3,10 +3,12 @@
 numba is a core dependency (it ships wheels), so every install has the compiled traversal of
 :mod:`.frontier_kernel` and the compiled breadth-first reach here. Compiling them takes seconds (tens of
 seconds on a busy machine, once per machine: numba caches the machine code on disk, and a later process
-loads it in about a second). So the first call never waits for it: it starts the compilation in a daemon
-thread (running the kernel once on that call's own arrays, which compiles it for exactly those types) and
-answers with the numpy code, which gives the same results bit for bit; calls after the thread finished
-run compiled. :func:`prepare` compiles in the foreground instead (an install step, a benchmark's warm-up).
+loads it in about a second). So the first call never waits for it: it starts a daemon thread and answers
+with the numpy code, which gives the same results bit for bit; calls after the thread finished run
+compiled. The thread has a child process compile every loop into numba's disk cache (``python -m
+crux_nb.warmup``: a compilation in this process would hold the interpreter lock for long stretches, and
+the numpy calls answering meanwhile would queue behind it for seconds), then runs the loop once on the
+first call's own arrays, which loads it from the cache (or compiles it here, should the child have failed). :func:`prepare` compiles in the foreground instead (an install step, a benchmark's warm-up).
 ``CRUX_NB_TRAVERSAL=numpy`` turns the compiled loops off, ``CRUX_NB_TRAVERSAL=kernel`` makes the first call
 compile and wait (what the bit-for-bit tests use).
 """
@@ -14,6 +16,8 @@ compile and wait (what the bit-for-bit tests use).
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 
@@ -57,12 +61,32 @@ def warm(name: str, compile_once: Callable[[], object]) -> None:
 
         def target() -> None:
             try:
+                _compile_in_child()
                 compile_once()
             except BaseException as exc:  # noqa: BLE001 (kept: the numpy code goes on answering)
                 _errors[name] = exc
 
         _started[name] = thread = threading.Thread(target=target, name=f"crux_nb-compile-{name}", daemon=True)
     thread.start()
+
+
+_child_done = threading.Lock()
+_child_ran: list[int] = []
+
+
+def _compile_in_child() -> None:
+    """Compile every loop into numba's disk cache in a child process, once per process (a failure is left to
+    the in-process compilation that follows)."""
+    with _child_done:
+        if _child_ran:
+            return
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        try:
+            done = subprocess.run([sys.executable, "-m", "crux_nb.warmup"], env=env, capture_output=True,
+                                  timeout=1800, check=False)
+            _child_ran.append(done.returncode)
+        except (OSError, subprocess.SubprocessError):
+            _child_ran.append(-1)
 
 
 def wait(name: str, timeout: float | None = None) -> bool:
