@@ -8,7 +8,9 @@ with the numpy code, which gives the same results bit for bit; calls after the t
 compiled. The thread has a child process compile every loop into numba's disk cache (``python -m
 crux_nb.warmup``: a compilation in this process would hold the interpreter lock for long stretches, and
 the numpy calls answering meanwhile would queue behind it for seconds), then runs the loop once on the
-first call's own arrays, which loads it from the cache (or compiles it here, should the child have failed). :func:`prepare` compiles in the foreground instead (an install step, a benchmark's warm-up).
+first call's own arrays, which loads it from the cache (or compiles it here, should the child have failed).
+:func:`wait` waits for it (a benchmark's warm-up); ``python -m crux_nb.warmup`` fills the cache ahead (an
+install step).
 ``CRUX_NB_TRAVERSAL=numpy`` turns the compiled loops off, ``CRUX_NB_TRAVERSAL=kernel`` makes the first call
 compile and wait (what the bit-for-bit tests use).
 """

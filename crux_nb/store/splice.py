@@ -25,7 +25,8 @@ import pyarrow.compute as pc
 
 from ..refs import DocumentRef, encode_ref
 
-__all__ = ["Removal", "frame_refs", "insert_by_key", "insert_sorted", "is_in", "masked", "plan_removal", "touches"]
+__all__ = ["Removal", "frame_refs", "insert_by_key", "insert_sorted", "is_in", "masked", "plan_removal", "rows_where",
+           "touches", "values_where"]
 
 _STRING = pa.large_string()
 
@@ -43,6 +44,21 @@ def is_in(series: pd.Series, values) -> np.ndarray:
     if not pa.types.is_large_string(column.type):
         column = column.cast(_STRING)
     return pc.is_in(column, value_set=value_set).to_numpy(zero_copy_only=False).astype(bool, copy=False)
+
+
+def values_where(series: pd.Series, mask: np.ndarray) -> list:
+    """``series[mask].tolist()`` for a few marked rows: an Arrow filter runs chunk by chunk, where pandas' take
+    first joins a column spliced into many chunks (a copy of all of it)."""
+    if not mask.any():
+        return []
+    if pd.api.types.is_string_dtype(series):
+        return _arrow(series).filter(pa.array(mask)).to_pylist()
+    return series[mask].tolist()
+
+
+def rows_where(frame: pd.DataFrame, mask: np.ndarray) -> pd.DataFrame:
+    """``frame[mask]`` for a few marked rows, as slices of ``frame`` (see :func:`values_where`)."""
+    return masked(frame, ~mask, max_runs=4096)
 
 
 def _prefixes(source_ids: set[str]) -> list[str]:
@@ -77,18 +93,17 @@ def plan_removal(edges: pd.DataFrame, evidence: pd.DataFrame, entities: pd.DataF
     """The evidence, edges and entities that go with ``source_ids`` (see the module docs)."""
     ev_drop = is_in(evidence["source_id"], source_ids)
     edge_drop = touches(edges["from_ref"], source_ids) | touches(edges["to_ref"], source_ids)
-    lost = set(evidence["edge_id"][ev_drop].tolist())
+    lost = set(values_where(evidence["edge_id"], ev_drop))
     if lost:
-        kept_ids = evidence["edge_id"][~ev_drop]
-        still = set(kept_ids[is_in(kept_ids, lost)].tolist())
+        still = set(values_where(evidence["edge_id"], is_in(evidence["edge_id"], lost) & ~ev_drop))
         edge_drop |= is_in(edges["edge_id"], lost - still)
     if edge_drop.any():
-        ev_drop |= is_in(evidence["edge_id"], edges["edge_id"][edge_drop].tolist())
-    ends = set(edges["from_ref"][edge_drop].tolist()) | set(edges["to_ref"][edge_drop].tolist())
-    ends &= set(entities["ref"][is_in(entities["ref"], ends)].tolist()) if ends else set()
+        ev_drop |= is_in(evidence["edge_id"], values_where(edges["edge_id"], edge_drop))
+    ends = set(values_where(edges["from_ref"], edge_drop)) | set(values_where(edges["to_ref"], edge_drop))
+    ends &= set(values_where(entities["ref"], is_in(entities["ref"], ends))) if ends else set()
     for column in ("from_ref", "to_ref"):
         if ends:  # still an endpoint of a remaining edge
-            ends -= set(edges[column][is_in(edges[column], ends) & ~edge_drop].tolist())
+            ends -= set(values_where(edges[column], is_in(edges[column], ends) & ~edge_drop))
     return Removal(evidence=ev_drop, edges=edge_drop, entities=is_in(entities["ref"], ends))
 
 
@@ -101,11 +116,9 @@ def masked(frame: pd.DataFrame, drop: np.ndarray, *, max_runs: int = 256) -> pd.
         return frame
     edges = np.flatnonzero(np.diff(np.concatenate([[True], drop, [True]]).astype(np.int8)))
     starts, stops = edges[0::2], edges[1::2]  # [start, stop) of each run of kept rows
-    if len(starts) > max_runs:
+    if len(starts) > max_runs or not len(starts):
         return frame.take(np.flatnonzero(~drop)).reset_index(drop=True)
     pieces = [frame.iloc[a:b] for a, b in zip(starts, stops)]
-    if not pieces:
-        return frame.iloc[0:0].reset_index(drop=True)
     return pd.concat(pieces, ignore_index=True) if len(pieces) > 1 else pieces[0].reset_index(drop=True)
 
 

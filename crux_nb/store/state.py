@@ -24,7 +24,7 @@ from .chunking import source_rows
 from .ingest import SourceSpec
 from .rows import DIRECTIONS, STRUCTURAL_TYPES, edge_rows, entity_rows  # noqa: F401 (re-exported)
 from .edge_ids import id_keys
-from .splice import frame_refs, insert_by_key, insert_sorted, is_in, masked, plan_removal
+from .splice import frame_refs, insert_by_key, insert_sorted, is_in, masked, plan_removal, rows_where, values_where
 from .rows_fast import fast_edge_rows, fast_entity_rows
 
 TABLES = tuple(SCHEMAS)
@@ -127,8 +127,12 @@ def _embeddings_left(embeddings: pd.DataFrame, gone: pd.Series, chunks: pd.DataF
     if not len(embeddings) or not len(gone):
         return embeddings
     contents = set(gone.tolist())
-    alive = {text_hash(c) for c in chunks["content"][is_in(chunks["content"], contents)].tolist()}
+    alive = {text_hash(c) for c in values_where(chunks["content"], is_in(chunks["content"], contents))}
     return masked(embeddings, is_in(embeddings["content_hash"], {text_hash(c) for c in contents} - alive))
+
+
+def _contents(state: KBState, rows: np.ndarray) -> pd.Series:
+    return pd.Series(values_where(state.chunks["content"], rows), dtype=object)
 
 
 def without_sources(state: KBState, source_ids: set[str]) -> KBState:
@@ -141,7 +145,7 @@ def without_sources(state: KBState, source_ids: set[str]) -> KBState:
     chunks = masked(state.chunks, gone)
     return replace(state, documents=masked(state.documents, is_in(state.documents["source_id"], source_ids)),
                    parents=masked(state.parents, is_in(state.parents["source_id"], source_ids)),
-                   chunks=chunks, embeddings=_embeddings_left(state.embeddings, state.chunks["content"][gone], chunks),
+                   chunks=chunks, embeddings=_embeddings_left(state.embeddings, _contents(state, gone), chunks),
                    entities=masked(state.entities, plan.entities), edges=masked(state.edges, plan.edges),
                    edge_evidence=masked(state.edge_evidence, plan.evidence), version=state.version + 1)
 
@@ -162,9 +166,10 @@ def with_sources(state: KBState, specs: list[SourceSpec], *, chunk_size: int) ->
                         chunk_size=chunk_size, path=s.path) for s in specs]
     ids = {s.source_id for s in specs}
     base = without_sources(state, ids)
-    chunks = _with_rows("chunks", base.chunks, [c for r in rows for c in r.chunks], ["source_id", "ordinal", "chunk_id"])
+    chunks = _with_rows("chunks", base.chunks, [c for r in rows for c in r.chunks],
+                        ["source_id", "ordinal", "chunk_id"])
     # vectors are keyed by content, so a re-added source with unchanged chunks keeps its vectors
-    gone = state.chunks["content"][is_in(state.chunks["source_id"], ids)]
+    gone = _contents(state, is_in(state.chunks["source_id"], ids))
     return replace(base, documents=_with_rows("documents", base.documents, [r.document for r in rows], ["source_id"]),
                    parents=_with_rows("parents", base.parents, [p for r in rows for p in r.parents],
                                       ["source_id", "ordinal", "parent_id"]),
@@ -192,14 +197,15 @@ def _ref_lookups(state: KBState, frame: pd.DataFrame) -> tuple[set[str], dict[st
     refs = frame_refs(frame, _encoded) if 4 * len(frame) < len(state.chunks) else None
     if refs is None:
         return _existing_refs(state), dict(zip(state.chunks["ref"].tolist(), state.chunks["source_id"].tolist()))
-    chunks = state.chunks[is_in(state.chunks["ref"], refs)]
-    chunk_sources = dict(zip(chunks["ref"].tolist(), chunks["source_id"].tolist()))
+    found = is_in(state.chunks["ref"], refs)
+    chunk_sources = dict(zip(values_where(state.chunks["ref"], found), values_where(state.chunks["source_id"], found)))
     decoded = [ref for ref in map(decode_ref, refs) if isinstance(ref, (DocumentRef, ParentRef))]
     sources = {ref.source_id for ref in decoded}
-    docs = state.documents["source_id"][is_in(state.documents["source_id"], sources)].tolist()
-    parents = state.parents[is_in(state.parents["source_id"], sources)]
+    docs = values_where(state.documents["source_id"], is_in(state.documents["source_id"], sources))
+    of_sources = is_in(state.parents["source_id"], sources)
     found = ({encode_ref(DocumentRef(s)) for s in docs}
-             | {encode_ref(ParentRef(s, p)) for s, p in zip(parents["source_id"].tolist(), parents["parent_id"].tolist())})
+             | {encode_ref(ParentRef(s, p)) for s, p in zip(values_where(state.parents["source_id"], of_sources),
+                                                             values_where(state.parents["parent_id"], of_sources))})
     return set(chunk_sources) | (found & refs), chunk_sources
 
 
@@ -300,9 +306,9 @@ def _spliced_edges(state: KBState, edges: dict, evidence: dict) -> tuple[pd.Data
         return None
     ids = set(pd.Series(_column(edges["edge_id"])).tolist())
     old, old_ev = is_in(state.edges["edge_id"], ids), is_in(state.edge_evidence["edge_id"], ids)
-    small = _unique_edges(_concat("edges", [state.edges[old], pd.DataFrame(edges)]))
-    small_ev = _sorted_unique(_concat("edge_evidence", [state.edge_evidence[old_ev], pd.DataFrame(evidence)]),
-                              EVIDENCE_KEY)
+    small = _unique_edges(_concat("edges", [rows_where(state.edges, old), pd.DataFrame(edges)]))
+    small_ev = _sorted_unique(_concat("edge_evidence", [rows_where(state.edge_evidence, old_ev),
+                                                        pd.DataFrame(evidence)]), EVIDENCE_KEY)
     small_keys, small_ev_keys = id_keys(small["edge_id"]), id_keys(small_ev["edge_id"])
     if small_keys is None or small_ev_keys is None:
         return None
