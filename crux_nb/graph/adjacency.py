@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from . import compiled, frontier_kernel
+
 OUT, IN = 0, 1
 DIRECTION_NAMES = ("out", "in")
 
@@ -55,6 +57,7 @@ class AdjacencyIndex:
         self.ev_chunk, self.ev_chunk_names = _codes(evidence["chunk_ref"])
         self.ev_provenance, self.ev_provenance_names = _codes(evidence["provenance"])
         self._masks: dict[tuple, np.ndarray] = {}
+        self._seen_pool: list[np.ndarray] = []
 
     def entries(self, encoded: str, *, type_codes: set[int] | None, direction: int | None) -> list[tuple[str, int, int, int]]:
         """(peer ref, type code, direction, edge row) for one node, in upstream order."""
@@ -94,9 +97,14 @@ class AdjacencyIndex:
     def reach(self, start: int, *, depth: int, type_codes: set[int] | None, direction: int | None) -> tuple[np.ndarray, np.ndarray]:
         """Breadth-first over the CSR arrays: (node codes, hop distances) within ``depth`` hops, start excluded."""
         n = len(self.refs)
+        mask = self._mask(type_codes, direction)
+        how = compiled.mode()
+        if how != "numpy" and frontier_kernel.installed():
+            if how == "kernel" or compiled.ready("reach"):
+                return self._reach_compiled(start, depth, mask)
+            compiled.warm("reach", lambda: self._reach_compiled(start, depth, mask))  # this call: numpy's
         seen = np.zeros(n, dtype=bool)
         seen[start] = True
-        mask = self._mask(type_codes, direction)
         frontier = np.array([start])
         found, dist = [], []
         for hop in range(1, depth + 1):
@@ -118,6 +126,16 @@ class AdjacencyIndex:
         if not found:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         return np.concatenate(found), np.concatenate(dist)
+
+
+    def _reach_compiled(self, start: int, depth: int, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`reach` as one compiled loop (:mod:`.compiled`): the same nodes in the same order."""
+        pool = self._seen_pool  # a zeroed byte per node, given back zeroed; one per concurrent call
+        seen = pool.pop() if pool else np.zeros(len(self.refs), dtype=np.uint8)
+        nodes, hops = compiled.reach_kernel()(self.indptr, self.peer, mask, start, depth, seen)
+        pool.append(seen)
+        compiled.mark_ready("reach")
+        return nodes, hops
 
 
 def _codes(column: pd.Series) -> tuple[np.ndarray, list[str]]:

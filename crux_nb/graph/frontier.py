@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import frontier_kernel
+from . import compiled, frontier_kernel
 from .frontier_index import KIND_CHUNK, KIND_ENTITY, TraversalIndex, View
 from .traversal import CAP, Traversal
 
@@ -280,9 +280,10 @@ ENGINES = ("kernel", "numpy")
 
 
 def traversal_engine() -> str:
-    """The engine ``expand_relations`` traverses with: ``"kernel"`` (compiled, numba installed: the ``fast``
-    extra) unless ``CRUX_NB_TRAVERSAL=numpy`` asks for the vectorised numpy one; ``"numpy"`` without numba.
-    Both give the same results, bit for bit.
+    """The engine ``expand_relations`` traverses with: ``"kernel"`` (compiled by numba, a core dependency)
+    unless ``CRUX_NB_TRAVERSAL=numpy`` asks for the vectorised numpy one; ``"numpy"`` without numba. Both give
+    the same results, bit for bit. The kernel compiles in the background at the first traversal, which
+    with the calls until it is ready runs on numpy (:mod:`crux_nb.graph.compiled`).
 
     >>> import os
     >>> from crux_nb.graph import traversal_engine
@@ -311,6 +312,13 @@ def traverse(index: TraversalIndex, view: View, seeds: list[int | None], *, dept
     """
     if engine is None:
         engine = traversal_engine()
+        if engine == "kernel" and compiled.mode() == "auto" and not compiled.ready("traversal"):
+            # compile in the background (one run on this call's arrays); this call and the ones until it is
+            # done take the numpy generations, which give the same result
+            compiled.warm("traversal", lambda: _from_kernel(
+                index, view, seeds, depth=depth, entity_hops=entity_hops, max_candidates=max_candidates,
+                weights=weights, floor=floor, damping=damping))
+            engine = "numpy"
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES} or None, got {engine!r}")
     if engine == "kernel":
@@ -353,6 +361,7 @@ def _from_kernel(index: TraversalIndex, view: View, seeds: list[int | None], *, 
     (codes, distance, seed_rank, via, via_type, mass, touched, tokens, pruned, tree_node, tree_entry,
      tree_ptr) = frontier_kernel.run(view, entity_hops, seed_codes, weights, depth=depth,
                                      max_candidates=max_candidates, floor=floor, damping=damping, margin=FLOOR_MARGIN)
+    compiled.mark_ready("traversal")
     touched_masks = [None if seed is None else touched[rank] for rank, seed in enumerate(seeds)]
     trees = [None if seed is None else [(tree_node[tree_ptr[rank]:tree_ptr[rank + 1]],
                                           tree_entry[tree_ptr[rank]:tree_ptr[rank + 1]])]

@@ -179,8 +179,8 @@ class GraphReader:
             return {}
         nodes, hops = adj.reach(start, depth=depth, type_codes=codes,
                                 direction=None if direction is None else (0 if direction == "out" else 1))
-        order = np.lexsort((nodes, hops))  # codes follow sorted ref order: (hop, code) sorts by (hop, ref)
-        return dict(zip(adj.ref_array[nodes[order]].tolist(), hops[order].tolist()))
+        # each hop's nodes come sorted by code, and codes follow sorted ref order: already (hop, ref) order
+        return dict(zip(map(adj.refs.__getitem__, nodes.tolist()), hops.tolist()))
 
     def _compute(self, ref: KnowledgeRef, encoded: str, *, evidence: bool) -> list[Neighbor]:
         """Every neighbour of one node: structural (sorted by ordinal, ref, type, direction), then persisted."""

@@ -165,6 +165,8 @@ def fold_names(canon: dict[str, str], counts: dict[str, int], concept_keys: set[
     names = {k: v for k, v in canon.items() if k not in concept_keys}
     given = {key(_words(n)[0]) for n in names.values() if len(_words(n)) >= 2 and not _title(_words(n)[0])}
 
+    full_names = _FullNames(names, names)  # built once: a lookup per key, not a scan of every name
+
     def link(k: str, into: str) -> None:
         if into and into in names and into != k:
             parent.setdefault(k, into)
@@ -177,7 +179,7 @@ def fold_names(canon: dict[str, str], counts: dict[str, int], concept_keys: set[
             core_key = key(" ".join(core))
             if title in _MALE_TITLES or len(core) >= 2 or core_key in given:
                 # "Mr. Scrooge" -> "Scrooge"; "Miss Belinda" -> "Belinda" (or "Belinda Cratchit"); not "Mrs. Cratchit"
-                link(k, core_key if core_key in names else _only_full_name(core_key, names, names))
+                link(k, core_key if core_key in names else full_names.only(core_key))
         elif len(words) >= 2 and lower_counts[words[0].lower()] > 0 and not _title(words[0]) and not (
                 len(words) == 2 and words[1].isupper()):
             # "Old Marley" -> "Marley", "Tiny Tim" -> "Tim"; never into an acronym ("Python API" is not "API")
@@ -190,27 +192,36 @@ def fold_names(canon: dict[str, str], counts: dict[str, int], concept_keys: set[
         if k not in parent and words[-1].endswith("s") and len(words[-1]) > 3 and not title:
             link(k, key(" ".join(words[:-1] + [words[-1][:-1]])))  # "Cratchits" -> "Cratchit"
     roots = {k: names[k] for k in names if k not in parent}
+    root_full_names = _FullNames(roots, names)
     for k, name in roots.items():
         # an acronym joins a long name only where the text defines it (offline_extract._define_acronyms)
         if " " not in name and name[:1].isalpha() and not any(c.isdigit() for c in name) and not name.isupper():
-            match = _only_full_name(k, roots, names)
+            match = root_full_names.only(k)
             if match:
                 parent[k] = match
     return _groups(canon, counts, parent)
 
 
-def _only_full_name(k: str, candidates, names: dict[str, str]) -> str:
-    """The only full name (two or more words besides titles, no connectors or digits) starting or ending with
-    the one-word key ``k`` among ``candidates``; ``""`` when there is none or more than one."""
-    matches = []
-    for other in candidates:
-        words = _words(names[other])
-        core = [w.casefold() for w in words if not _title(w)]
-        if other == k or len(core) < 2 or any(w in CONNECTORS for w in words) or any(c.isdigit() for c in other):
-            continue
-        if core[0] == k or core[-1] == k:
-            matches.append(other)
-    return matches[0] if len(matches) == 1 else ""
+class _FullNames:
+    """The full names (two or more words besides titles, no connectors or digits) among ``candidates``, indexed
+    by their first and last word, so that finding the one starting or ending with a word is a lookup: folding
+    across a whole corpus asks it for every one-word name, and scanning every name each time grew with the
+    square of the entity count."""
+
+    def __init__(self, candidates, names: dict[str, str]) -> None:
+        self._by_end: dict[str, list[str]] = defaultdict(list)
+        for other in candidates:
+            words = _words(names[other])
+            core = [w.casefold() for w in words if not _title(w)]
+            if len(core) < 2 or any(w in CONNECTORS for w in words) or any(c.isdigit() for c in other):
+                continue
+            for end in {core[0], core[-1]}:
+                self._by_end[end].append(other)
+
+    def only(self, k: str) -> str:
+        """The only full name starting or ending with the one-word key ``k``; ``""`` when none or several."""
+        matches = [other for other in self._by_end.get(k, ()) if other != k]
+        return matches[0] if len(matches) == 1 else ""
 
 
 def _groups(canon: dict[str, str], counts: dict[str, int], parent: dict[str, str]):

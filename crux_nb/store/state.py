@@ -17,12 +17,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .._hashing import text_hash
-from ..refs import DocumentRef, ParentRef, encode_ref
+from ..errors import CruxError
+from ..refs import DocumentRef, ParentRef, as_ref, decode_ref, encode_ref
 from ..schema import SCHEMAS, coerce, empty_frame, require_columns
 from .chunking import source_rows
 from .ingest import SourceSpec
 from .rows import DIRECTIONS, STRUCTURAL_TYPES, edge_rows, entity_rows  # noqa: F401 (re-exported)
 from .edge_ids import id_keys
+from .splice import frame_refs, insert_by_key, insert_sorted, is_in, masked, plan_removal, rows_where, values_where
 from .rows_fast import fast_edge_rows, fast_entity_rows
 
 TABLES = tuple(SCHEMAS)
@@ -119,52 +121,59 @@ def _concat(table: str, frames: list[pd.DataFrame]) -> pd.DataFrame:
     return coerce(pd.concat(frames, ignore_index=True), table)
 
 
-def _source_prefixes(source_ids: set[str]) -> tuple[str, ...]:
-    prefixes = []
-    for sid in source_ids:
-        doc = encode_ref(DocumentRef(sid))
-        seg = doc[len("document:"):]
-        prefixes += [f"chunk:{seg}:", f"parent:{seg}:"]
-    return tuple(prefixes)
+def _embeddings_left(embeddings: pd.DataFrame, gone: pd.Series, chunks: pd.DataFrame) -> pd.DataFrame:
+    """``embeddings_for(embeddings, chunks)`` after the chunks whose contents are ``gone`` left (the vectors of
+    the other chunks stay): only the gone contents are hashed and looked up."""
+    if not len(embeddings) or not len(gone):
+        return embeddings
+    contents = set(gone.tolist())
+    alive = {text_hash(c) for c in values_where(chunks["content"], is_in(chunks["content"], contents))}
+    return masked(embeddings, is_in(embeddings["content_hash"], {text_hash(c) for c in contents} - alive))
 
 
-def _touches(refs: pd.Series, source_ids: set[str]) -> pd.Series:
-    docs = {encode_ref(DocumentRef(s)) for s in source_ids}
-    return refs.isin(docs) | refs.str.startswith(_source_prefixes(source_ids))
+def _contents(state: KBState, rows: np.ndarray) -> pd.Series:
+    return pd.Series(values_where(state.chunks["content"], rows), dtype=object)
 
 
 def without_sources(state: KBState, source_ids: set[str]) -> KBState:
-    """Drop sources with their rows, the evidence they gave and the edges left unsupported."""
+    """Drop sources with their rows, the evidence they gave and the edges left unsupported
+    (:mod:`~crux_nb.store.splice`: the rows of those sources are masked, nothing else is rebuilt)."""
     if not source_ids:
         return state
-    keep = lambda f: f[~f["source_id"].isin(source_ids)]  # noqa: E731
-    evidence = keep(state.edge_evidence)
-    edges = state.edges
-    edges = edges[~(_touches(edges["from_ref"], source_ids) | _touches(edges["to_ref"], source_ids))]
-    edges = edges[edges["edge_id"].isin(evidence["edge_id"])]
-    evidence = evidence[evidence["edge_id"].isin(edges["edge_id"])]
-    used = set(edges["from_ref"]) | set(edges["to_ref"])
-    entities = state.entities[state.entities["ref"].isin(used)]
-    chunks = keep(state.chunks).reset_index(drop=True)
-    return replace(state, documents=keep(state.documents).reset_index(drop=True),
-                   parents=keep(state.parents).reset_index(drop=True),
-                   chunks=chunks, embeddings=embeddings_for(state.embeddings, chunks),
-                   entities=entities.reset_index(drop=True), edges=edges.reset_index(drop=True),
-                   edge_evidence=evidence.reset_index(drop=True), version=state.version + 1)
+    plan = plan_removal(state.edges, state.edge_evidence, state.entities, source_ids)
+    gone = is_in(state.chunks["source_id"], source_ids)
+    chunks = masked(state.chunks, gone)
+    return replace(state, documents=masked(state.documents, is_in(state.documents["source_id"], source_ids)),
+                   parents=masked(state.parents, is_in(state.parents["source_id"], source_ids)),
+                   chunks=chunks, embeddings=_embeddings_left(state.embeddings, _contents(state, gone), chunks),
+                   entities=masked(state.entities, plan.entities), edges=masked(state.edges, plan.edges),
+                   edge_evidence=masked(state.edge_evidence, plan.evidence), version=state.version + 1)
+
+
+def _with_rows(table: str, base: pd.DataFrame, rows: list[dict], by: list[str]) -> pd.DataFrame:
+    """``base`` with ``rows`` added, sorted by ``by``: spliced in at their sources' places when ``base`` is in
+    source order (a few sources: no sort of the whole frame), else concatenated and sorted."""
+    if not rows:
+        return base
+    new = _sorted(coerce(pd.DataFrame(rows), table), by)
+    spliced = insert_sorted(base, new)
+    return coerce(spliced, table) if spliced is not None else _sorted(_concat(table, [base, new]), by)
 
 
 def with_sources(state: KBState, specs: list[SourceSpec], *, chunk_size: int) -> KBState:
     """Add (or replace) sources; replaced sources lose their old rows and evidence."""
     rows = [source_rows(s.source_id, s.text, metadata=s.metadata, media_type=s.media_type,
                         chunk_size=chunk_size, path=s.path) for s in specs]
-    base = without_sources(state, {s.source_id for s in specs})
-    documents = _concat("documents", [base.documents, pd.DataFrame([r.document for r in rows])])
-    parents = _concat("parents", [base.parents, pd.DataFrame([p for r in rows for p in r.parents])])
-    chunks = _concat("chunks", [base.chunks, pd.DataFrame([c for r in rows for c in r.chunks])])
+    ids = {s.source_id for s in specs}
+    base = without_sources(state, ids)
+    chunks = _with_rows("chunks", base.chunks, [c for r in rows for c in r.chunks],
+                        ["source_id", "ordinal", "chunk_id"])
     # vectors are keyed by content, so a re-added source with unchanged chunks keeps its vectors
-    return replace(base, documents=_sorted(documents, ["source_id"]), embeddings=embeddings_for(state.embeddings, chunks),
-                   parents=_sorted(parents, ["source_id", "ordinal", "parent_id"]),
-                   chunks=_sorted(chunks, ["source_id", "ordinal", "chunk_id"]),
+    gone = _contents(state, is_in(state.chunks["source_id"], ids))
+    return replace(base, documents=_with_rows("documents", base.documents, [r.document for r in rows], ["source_id"]),
+                   parents=_with_rows("parents", base.parents, [p for r in rows for p in r.parents],
+                                      ["source_id", "ordinal", "parent_id"]),
+                   chunks=chunks, embeddings=_embeddings_left(state.embeddings, gone, chunks),
                    version=state.version + 1)
 
 
@@ -173,6 +182,31 @@ def _existing_refs(state: KBState) -> set[str]:
             | {encode_ref(DocumentRef(s)) for s in state.documents["source_id"].tolist()}
             | {encode_ref(ParentRef(s, p)) for s, p in zip(state.parents["source_id"].tolist(),
                                                              state.parents["parent_id"].tolist())})
+
+
+def _encoded(value: Any) -> str | None:
+    try:
+        return encode_ref(as_ref(value))
+    except CruxError:
+        return None
+
+
+def _ref_lookups(state: KBState, frame: pd.DataFrame) -> tuple[set[str], dict[str, str]]:
+    """``(existing refs, chunk ref -> source id)`` for checking ``frame``'s edges: for a frame small beside the
+    knowledge base, only the refs it names (found by C scans of the refs' columns), not a set of every ref."""
+    refs = frame_refs(frame, _encoded) if 4 * len(frame) < len(state.chunks) else None
+    if refs is None:
+        return _existing_refs(state), dict(zip(state.chunks["ref"].tolist(), state.chunks["source_id"].tolist()))
+    found = is_in(state.chunks["ref"], refs)
+    chunk_sources = dict(zip(values_where(state.chunks["ref"], found), values_where(state.chunks["source_id"], found)))
+    decoded = [ref for ref in map(decode_ref, refs) if isinstance(ref, (DocumentRef, ParentRef))]
+    sources = {ref.source_id for ref in decoded}
+    docs = values_where(state.documents["source_id"], is_in(state.documents["source_id"], sources))
+    of_sources = is_in(state.parents["source_id"], sources)
+    found = ({encode_ref(DocumentRef(s)) for s in docs}
+             | {encode_ref(ParentRef(s, p)) for s, p in zip(values_where(state.parents["source_id"], of_sources),
+                                                             values_where(state.parents["parent_id"], of_sources))})
+    return set(chunk_sources) | (found & refs), chunk_sources
 
 
 def with_edges(state: KBState, frame: pd.DataFrame, *, stage: str = "user",
@@ -184,8 +218,7 @@ def with_edges(state: KBState, frame: pd.DataFrame, *, stage: str = "user",
     naming the first bad row (so both paths accept and reject exactly the same frames).
     """
     require_columns(frame, ["from_ref", "to_ref", "type", "evidence"], what="the frame passed to add_edges()")
-    existing = _existing_refs(state)
-    chunk_sources = dict(zip(state.chunks["ref"].tolist(), state.chunks["source_id"].tolist()))
+    existing, chunk_sources = _ref_lookups(state, frame)
     rows = fast_edge_rows(frame, existing=existing, chunk_sources=chunk_sources, stage=stage, provenance=provenance)
     if rows is None:
         rows = edge_rows(frame, existing=existing, chunk_sources=chunk_sources, stage=stage, provenance=provenance)
@@ -247,22 +280,55 @@ def _first_edges(edges: dict, evidence: dict) -> tuple[pd.DataFrame, pd.DataFram
     return frame, coerce(_take(evidence, ev_order), "edge_evidence")
 
 
+EVIDENCE_KEY = ["edge_id", "chunk_ref", "provenance"]
+
+
+def _unique_edges(all_edges: pd.DataFrame) -> pd.DataFrame:
+    """One row per edge id, sorted: the first row wins, except that a later non-empty description fills an
+    empty one."""
+    unique = _sorted_unique(all_edges, ["edge_id"])
+    if len(unique) < len(all_edges):
+        described = all_edges.dropna(subset=["description"])
+        first_desc = described.drop_duplicates("edge_id").set_index("edge_id")["description"]
+        unique["description"] = unique["edge_id"].map(first_desc).astype("str")
+    return unique
+
+
+def _spliced_edges(state: KBState, edges: dict, evidence: dict) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+    """The general merge for a few edges added to many: the rows of the edge ids concerned are merged as the
+    general merge does, then spliced into the stored frames at their ids' places (no sort of every edge).
+    ``None`` when the change is not small or an id is not ``edge_<16 hex>`` (the general merge runs)."""
+    n_new = len(edges["edge_id"])
+    if not n_new or 8 * n_new > len(state.edges):
+        return None
+    keys, ev_keys = id_keys(state.edges["edge_id"]), id_keys(state.edge_evidence["edge_id"])
+    if keys is None or ev_keys is None or not (keys[1:] > keys[:-1]).all() or (ev_keys[1:] < ev_keys[:-1]).any():
+        return None
+    ids = set(pd.Series(_column(edges["edge_id"])).tolist())
+    old, old_ev = is_in(state.edges["edge_id"], ids), is_in(state.edge_evidence["edge_id"], ids)
+    small = _unique_edges(_concat("edges", [rows_where(state.edges, old), pd.DataFrame(edges)]))
+    small_ev = _sorted_unique(_concat("edge_evidence", [rows_where(state.edge_evidence, old_ev),
+                                                        pd.DataFrame(evidence)]), EVIDENCE_KEY)
+    small_keys, small_ev_keys = id_keys(small["edge_id"]), id_keys(small_ev["edge_id"])
+    if small_keys is None or small_ev_keys is None:
+        return None
+    out = insert_by_key(masked(state.edges, old), keys[~old], small, small_keys)
+    out_ev = insert_by_key(masked(state.edge_evidence, old_ev), ev_keys[~old_ev], small_ev, small_ev_keys)
+    return None if out is None or out_ev is None else (out, out_ev)
+
+
 def _merge_edges(state: KBState, edges: dict, evidence: dict, new_entities: dict[str, str]) -> KBState:
     first = None
     if not len(state.edges) and not len(state.edge_evidence) and len(edges["edge_id"]) > 1:
         first = _first_edges(edges, evidence)
+    if first is None:
+        first = _spliced_edges(state, edges, evidence)
     if first is not None:
         unique, all_evidence = first
     else:
-        all_edges = _concat("edges", [state.edges, pd.DataFrame(edges)])
-        # first row wins per edge id, except that a later non-empty description fills an empty one
-        unique = _sorted_unique(all_edges, ["edge_id"])
-        if len(unique) < len(all_edges):
-            described = all_edges.dropna(subset=["description"])
-            first_desc = described.drop_duplicates("edge_id").set_index("edge_id")["description"]
-            unique["description"] = unique["edge_id"].map(first_desc).astype("str")
+        unique = _unique_edges(_concat("edges", [state.edges, pd.DataFrame(edges)]))
         all_evidence = _sorted_unique(_concat("edge_evidence", [state.edge_evidence, pd.DataFrame(evidence)]),
-                                      ["edge_id", "chunk_ref", "provenance"])
+                                      EVIDENCE_KEY)
     known = set(state.entities["ref"].tolist())
     add = [{"entity_id": eid, "ref": ref, "canonical_name": eid, "type": None, "aliases": (), "description": None}
            for ref, eid in sorted((r, e) for r, e in new_entities.items() if r not in known)]

@@ -149,3 +149,50 @@ def test_the_offline_model_extracts_a_whole_source_per_call():
 def test_spacy_keeps_a_title_before_a_person(spacy_model):
     out = spacy_model.extract([{"id": "c1", "text": "Mrs. Cratchit smiled at Bob Cratchit. Mrs. Cratchit sat down."}])
     assert "Mrs. Cratchit" in _names(out)
+
+
+def _scan_only_full_name(k, candidates, names):
+    """The row-by-row rule ``fold_names`` applied before its index (a reference, rescanning every name)."""
+    from crux_nb.models.offline_names import _title
+    from crux_nb.models.text import CONNECTORS
+
+    matches = []
+    for other in candidates:
+        words = names[other].split(" ")
+        core = [w.casefold() for w in words if not _title(w)]
+        if other == k or len(core) < 2 or any(w in CONNECTORS for w in words) or any(c.isdigit() for c in other):
+            continue
+        if core[0] == k or core[-1] == k:
+            matches.append(other)
+    return matches[0] if len(matches) == 1 else ""
+
+
+def test_full_name_index_answers_as_a_scan_of_every_name():
+    import random
+
+    from crux_nb.models.offline_names import _FullNames
+
+    rng = random.Random(7)
+    words = ["Ada", "Byron", "Mr.", "Grace", "Hopper", "of", "Lovelace", "Route", "66", "and", "King", "Alan",
+             "Turing", "Emmy", "Noether", "Kurt", "Dr", "Gödel", "Mrs", "Curie"]
+    canon = {}
+    for _ in range(60):
+        name = " ".join(rng.choice(words) for _ in range(rng.randint(1, 3)))
+        canon[name.casefold()] = name
+    index = _FullNames(canon, canon)
+    probes = sorted({w.casefold() for w in words} | set(canon))
+    got = {k: index.only(k) for k in probes}
+    assert got == {k: _scan_only_full_name(k, canon, canon) for k in probes}
+    assert any(got.values()) and not all(got.values())  # both outcomes are exercised
+
+
+def test_cross_source_folding_links_a_lone_name_to_its_only_full_name():
+    from collections import Counter
+
+    from crux_nb.models.offline_names import fold_names
+
+    canon = {"ebenezer": "Ebenezer", "ebenezer scrooge": "Ebenezer Scrooge", "bob": "Bob",
+             "bob cratchit": "Bob Cratchit", "bob marley": "Bob Marley"}
+    target, _ = fold_names(canon, dict.fromkeys(canon, 1), set(), Counter(), str.casefold)
+    assert target["ebenezer"] == "ebenezer scrooge"
+    assert target["bob"] == "bob"  # two full names start with it: left alone
