@@ -158,9 +158,9 @@ def _value_warning(state: Any, key: str, want: Any) -> str:
     """The values the field does hold, those closest in spelling first (a typo shows its fix)."""
     import difflib
 
-    values = [value for _, value in _field_codes(state, key).code]
-    close = difflib.get_close_matches(str(want), [str(v) for v in values], n=3, cutoff=0.6)
-    shown = close or sorted(str(v) for v in values)[:8]
+    values = {str(value): value for _, value in _field_codes(state, key).code}  # 1 and '1' differ: shown as repr
+    close = difflib.get_close_matches(str(want), list(values), n=3, cutoff=0.6)
+    shown = close or sorted(values)[:8]
     label = "closest" if close else f"{len(values)} values, e.g." if len(values) > len(shown) else "values"
     return (f"retrieve: no chunk has {key!r} = {want!r}, so the filter matches nothing "
-            f"({label}: {', '.join(repr(v) for v in shown) or 'none'}).")
+            f"({label}: {', '.join(repr(values[v]) for v in shown) or 'none'}).")
