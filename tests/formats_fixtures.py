@@ -44,7 +44,7 @@ def write_pdf(path: Path, pages: list[str]) -> Path:
     with matplotlib.rc_context({"pdf.fonttype": 42}), PdfPages(path) as pdf:
         for text in pages:
             figure = plt.figure(figsize=(4, 3))
-            figure.text(0.05, 0.5, text)
+            figure.text(0.05, 0.95, text, parse_math=False, fontsize=6, va="top")  # "$" is text, not math
             pdf.savefig(figure)
             plt.close(figure)
     return path

@@ -141,3 +141,11 @@ def test_a_link_loop_in_a_folder_is_reported(tmp_path):
     os.symlink(tmp_path / "loop", tmp_path / "loop")
     with pytest.warns(UserWarning, match="a link loop: 'loop'"):
         assert crux_nb.knowledge_base(id="loop").add_path(tmp_path) == ["a.md"]
+
+
+def test_rst_backslash_escapes_read_as_their_characters(tmp_path):
+    """docutils marks a backslash escape with a NUL inside its tree; the text read must not keep it."""
+    (tmp_path / "esc.rst").write_text("Escapes\n=======\n\nA literal \\*star\\* and C:\\\\path.\n")
+    kb = crux_nb.knowledge_base(id="esc")
+    kb.add_path(tmp_path / "esc.rst")
+    assert "A literal *star* and C:\\path." in kb.chunks["content"].iloc[0]

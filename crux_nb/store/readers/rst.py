@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import re
 import textwrap
+import threading
 
 from .markup import MarkdownWriter, one_line
 
@@ -25,6 +26,7 @@ _TARGET = re.compile(r"^(.*?)\s+<[^<>]*>$", re.S)
 _ESCAPE = re.compile(r"\\(.)")
 _DIRECTIVE = re.compile(r"^\.\.\s+([\w.:+-]+)::\s*(.*)$")
 _OPTION = re.compile(r"^\s*:[\w.+-]+:(\s.*)?$")
+_LOCAL = threading.local()
 _SKIP = frozenset({"comment", "substitution_definition", "target", "raw", "pending", "system_message"})
 _SETTINGS = {"report_level": 5, "halt_level": 5, "file_insertion_enabled": False, "raw_enabled": False,
              "doctitle_xform": False, "sectsubtitle_xform": False, "input_encoding": "unicode",
@@ -69,9 +71,30 @@ def rst_to_markdown(text: str) -> str:
 
 
 def _parse(text: str):
-    from docutils.core import publish_doctree
+    """The doctree of ``text``: parser and settings made once (``publish_doctree`` builds both per call, which
+    costs more than parsing a page; the many unknown directives of a Sphinx project are each parsed too)."""
+    from docutils.utils import new_document
 
-    return publish_doctree(text, settings_overrides={**_SETTINGS, "warning_stream": io.StringIO()})
+    parser, settings = _parser()
+    document = new_document("<rst>", settings)
+    parser.parse(text, document)
+    document.transformer.populate_from_components((parser,))
+    document.transformer.apply_transforms()
+    return document
+
+
+def _parser():
+    """This thread's parser and settings (a docutils parser keeps its state machine on itself)."""
+    made = getattr(_LOCAL, "parser", None)
+    if made is None:
+        from docutils.frontend import get_default_settings
+        from docutils.parsers.rst import Parser
+
+        settings = get_default_settings(Parser)
+        for key, value in {**_SETTINGS, "warning_stream": io.StringIO()}.items():
+            setattr(settings, key, value)
+        made = _LOCAL.parser = (Parser(), settings)
+    return made
 
 
 def _walk(node, out: MarkdownWriter, *, level: int, depth: int) -> None:
@@ -95,7 +118,7 @@ def _walk(node, out: MarkdownWriter, *, level: int, depth: int) -> None:
         elif isinstance(child, nodes.topic) and "contents" in child.get("classes", []):
             continue  # a generated table of contents repeats the headings
         elif isinstance(child, nodes.Text):
-            out.paragraph(str(child))
+            out.paragraph(child.astext())
         elif isinstance(child, nodes.TextElement) and not isinstance(child, nodes.Inline):
             out.paragraph(_inline(child))
         elif isinstance(child, nodes.Element) and child.tagname not in _SKIP:
@@ -106,7 +129,7 @@ def _inline(node) -> str:
     from docutils import nodes
 
     if isinstance(node, nodes.Text):
-        return str(node)
+        return node.astext()  # str() would keep docutils' NUL-marked backslash escapes
     if isinstance(node, nodes.problematic):
         return _role_text(node.astext())
     if isinstance(node, (nodes.system_message, nodes.comment, nodes.target)):
