@@ -9,13 +9,13 @@ markdown cell per paragraph, one code cell per literal block), PDFs by matplotli
 
 * throughput: the input files' bytes over the wall time of ``kb.add_path(folder)`` (read, parse, chunk, commit),
   best of ``--repeats``;
-* read vs skipped: ``kb.add_path`` on the whole ``share/cmake-*`` folder (Help, Modules, Templates), this code
-  against main's (``--baseline PATH``, default ../../main: only ``.md``/``.txt`` were read), side by side;
+* read vs skipped: ``kb.add_path`` on the whole ``share/cmake-*`` folder (Help, Modules, Templates), and with
+  ``--baseline PATH`` (a checkout of main, whose add_path read only ``.md``/``.txt``) main's beside it;
 * extraction: ``kb.extract_entities()`` (offline model) on one document of ``--long-mb`` MB of CMake help,
   with the old batch (2,000,000 characters: the whole source in one call) and the new default (200,000), in one run.
 
     .venv/bin/python -m bench.ingest_formats            # all (a few minutes)
-    .venv/bin/python -m bench.ingest_formats --small    # Help/command only, no extraction (about 30 s)
+    .venv/bin/python -m bench.ingest_formats --small    # 40 Help/command pages, 0.3 MB extraction (about 40 s)
 """
 
 from __future__ import annotations
@@ -34,10 +34,11 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import crux_nb  # noqa: E402
-from bench._common import OUT_DIR, load_average, machine_info, markdown_table, write_text  # noqa: E402
+from bench._common import OUT_DIR, load_average, machine_info, markdown_table, write_summary, write_text  # noqa: E402
 
 SOURCE_DIRS = ("command", "manual")  # the pages bench/techdocs.py uses
 PDF_FILES = 60  # matplotlib writes about 10 pages a second: a sample of the pages
+SMALL_PAGES, SMALL_PDF_FILES = 40, 10
 PDF_LINES = 60
 _COUNT = '''
 import json, sys, warnings
@@ -65,7 +66,8 @@ def cmake_share() -> Path | None:
 
 def rst_pages(share: Path, small: bool) -> list[Path]:
     dirs = SOURCE_DIRS[:1] if small else SOURCE_DIRS
-    return sorted(p for d in dirs for p in (share / "Help" / d).glob("*.rst"))
+    pages = sorted(p for d in dirs for p in (share / "Help" / d).glob("*.rst"))
+    return pages[:SMALL_PAGES] if small else pages
 
 
 def write_html(pages: list[Path], out: Path) -> None:
@@ -91,10 +93,10 @@ def write_notebooks(pages: list[Path], out: Path) -> None:
         nbformat.write(nbformat.v4.new_notebook(cells=cells), out / page.with_suffix(".ipynb").name)
 
 
-def write_pdfs(pages: list[Path], out: Path) -> None:
+def write_pdfs(pages: list[Path], out: Path, count: int) -> None:
     from tests.formats_fixtures import write_pdf
 
-    for page in pages[:PDF_FILES]:
+    for page in pages[:count]:
         lines = page.read_text(encoding="utf-8").splitlines()
         chunks = ["\n".join(lines[i:i + PDF_LINES]) for i in range(0, len(lines), PDF_LINES)] or [""]
         write_pdf(out / page.with_suffix(".pdf").name, chunks)
@@ -113,26 +115,29 @@ def throughput(folder: Path, repeats: int) -> dict:
             "chunks": len(kb.chunks), "sections": len(kb.parents)}
 
 
-def shares(share: Path, baseline: Path) -> list[list]:
+def shares(share: Path, baseline: Path | None, small: bool) -> tuple[list[list], float, float | None]:
     import warnings
 
+    folder = share / "Help" / "command" if small else share
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        added = crux_nb.knowledge_base(id="all").add_path(share, progress=False)
+        added = crux_nb.knowledge_base(id="all").add_path(folder, progress=False)
     total = len(added) + len(added.skipped)
-    env = {**os.environ, "PYTHONPATH": str(baseline)}
-    # cwd: the baseline checkout (python -c puts the working directory first on sys.path)
-    base = json.loads(subprocess.run([sys.executable, "-c", _COUNT, str(share)], env=env, capture_output=True,
-                                     text=True, check=True, cwd=baseline).stdout)
     reasons: dict[str, int] = {}
     for s in added.skipped:
         key = s.reason if not s.reason.startswith("type ") else "a format crux_nb does not read"
         reasons[key] = reasons.get(key, 0) + 1
-    rows = [["main (baseline)", base["files"], base["read"], f"{base['read'] / base['files']:.1%}",
-             base["files"] - base["read"], "not reported (dropped in silence)"],
-            ["this branch", total, len(added), f"{len(added) / total:.1%}", len(added.skipped),
-             "; ".join(f"{n} {r}" for r, n in sorted(reasons.items(), key=lambda kv: -kv[1]))]]
-    return rows
+    rows = [["this branch", total, len(added), f"{len(added) / total:.1%}", len(added.skipped),
+             "; ".join(f"{n} {r}" for r, n in sorted(reasons.items(), key=lambda kv: -kv[1])) or "none"]]
+    if baseline is None or not (baseline / "crux_nb").is_dir():
+        return rows, len(added) / total, None
+    # cwd: the baseline checkout (python -c puts the working directory first on sys.path)
+    env = {**os.environ, "PYTHONPATH": str(baseline)}
+    base = json.loads(subprocess.run([sys.executable, "-c", _COUNT, str(folder)], env=env, capture_output=True,
+                                     text=True, check=True, cwd=baseline).stdout)
+    rows.insert(0, ["main (baseline)", base["files"], base["read"], f"{base['read'] / base['files']:.1%}",
+                    base["files"] - base["read"], "not reported (dropped in silence)"])
+    return rows, len(added) / total, base["read"] / base["files"]
 
 
 def extraction(pages: list[Path], megabytes: float) -> list[list]:
@@ -157,22 +162,25 @@ def extraction(pages: list[Path], megabytes: float) -> list[list]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--small", action="store_true", help="Help/command only, no extraction")
+    parser.add_argument("--small", action="store_true", help=f"{SMALL_PAGES} Help/command pages, no extraction")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--long-mb", type=float, default=1.0)
-    parser.add_argument("--baseline", default=str(ROOT.parent.parent / "main"))
+    parser.add_argument("--baseline", type=Path, help="a checkout of main: its add_path on the same folder, side by side")
+    parser.add_argument("--out", type=Path, help="Markdown output (default bench/out/ingest_formats[_small].md)")
     args = parser.parse_args(argv)
+    out = args.out or OUT_DIR / ("ingest_formats_small.md" if args.small else "ingest_formats.md")
     share = cmake_share()
     if share is None:
         print("cmake is not installed (the dev extra): nothing to measure")
         return 0
     pages = rst_pages(share, args.small)
-    rows = []
+    rows, summary = [], []
+    pdf_files = SMALL_PDF_FILES if args.small else PDF_FILES
     with tempfile.TemporaryDirectory() as tmp:
         folders = {"reStructuredText (shipped in the cmake wheel)": Path(tmp) / "rst",
                    "HTML (generated: docutils html5)": Path(tmp) / "html",
                    "Jupyter notebook (generated: nbformat)": Path(tmp) / "ipynb",
-                   f"PDF (generated: matplotlib, first {PDF_FILES} pages)": Path(tmp) / "pdf",
+                   f"PDF (generated: matplotlib, first {pdf_files} pages)": Path(tmp) / "pdf",
                    "Markdown (the HTML read as Markdown, for scale)": Path(tmp) / "md"}
         for folder in folders.values():
             folder.mkdir()
@@ -180,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
             (Path(tmp) / "rst" / page.name).write_bytes(page.read_bytes())
         write_html(pages, Path(tmp) / "html")
         write_notebooks(pages, Path(tmp) / "ipynb")
-        write_pdfs(pages, Path(tmp) / "pdf")
+        write_pdfs(pages, Path(tmp) / "pdf", pdf_files)
         from crux_nb.store.readers.html import html_to_markdown
 
         for page in (Path(tmp) / "html").iterdir():
@@ -189,25 +197,33 @@ def main(argv: list[str] | None = None) -> int:
             r = throughput(folder, args.repeats)
             rows.append([label, r["files"], f"{r['mb']:.2f}", f"{r['seconds']:.2f}", f"{r['mb_per_s']:.2f}",
                          f"{r['text_chars'] / 1e6:.2f}", r["sections"], r["chunks"]])
+            summary.append({"measure": f"add_path throughput (MB/s), {label.split(' (')[0]}", "ours": r["mb_per_s"]})
             print(rows[-1], flush=True)
-    text = ["## Ingest throughput per format (bench/ingest_formats.py, issue 34)", "",
-            f"Pages: CMake's help, {'Help/command' if args.small else 'Help/command + Help/manual'} "
+    text = ["## Results", "", f"Pages: CMake's help, {'Help/command' if args.small else 'Help/command + Help/manual'} "
             f"({len(pages)} reStructuredText files from the cmake wheel). Best of {args.repeats}; "
             f"load average {load_average()}.", "",
             markdown_table(["format", "files", "input MB", "add_path s", "MB/s", "text M chars", "sections", "chunks"],
                            rows)]
-    share_rows = shares(share, Path(args.baseline))
-    text += ["", f"Files read vs skipped: kb.add_path on the whole {share.name} folder (Help, Modules, Templates)", "",
+    share_rows, read_share, base_share = shares(share, args.baseline, args.small)
+    where = "Help/command" if args.small else f"the whole {share.name} folder (Help, Modules, Templates)"
+    text += ["", f"Files read vs skipped: kb.add_path on {where}", "",
              markdown_table(["code", "files", "read", "share read", "skipped", "skipped, with reasons"], share_rows)]
+    summary.append({"measure": "share of files add_path reads (%)", "ours": 100 * read_share,
+                    "baseline": None if base_share is None else 100 * base_share,
+                    "baseline_name": None if base_share is None else "main's add_path (.md/.txt only)"})
     print(share_rows, flush=True)
     if not args.small:
         ext = extraction(pages, args.long_mb)
         text += ["", f"Offline extraction of one long document ({args.long_mb} MB of CMake help as one source), "
                      "old batch against the new default, same code, one run", "",
                  markdown_table(["batch", "MB", "calls", "seconds", "entities"], ext)]
+        summary.append({"measure": f"extract_entities on one {args.long_mb} MB source (s)", "ours": float(ext[1][3]),
+                        "baseline": float(ext[0][3]), "baseline_name": "the whole source in one call (2,000,000 chars)",
+                        "target": "ratio < 1", "verdict": "pass" if float(ext[1][3]) < float(ext[0][3]) else "miss"})
         print(ext, flush=True)
     text += ["", f"Machine: {machine_info(['docutils', 'pypdf', 'beautifulsoup4', 'nbformat'])}"]
-    path = write_text(OUT_DIR / "ingest_formats.md", "\n".join(text) + "\n")
+    path = write_text(out, "\n".join(text) + "\n")
+    write_summary(path, "ingest_formats", summary)
     print(f"wrote {path}")
     return 0
 
