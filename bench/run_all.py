@@ -48,6 +48,8 @@ BENCHMARKS = [
      "techdocs.py", "techdocs"),
     ("BM25 lexical settings: token rule, stop words, stemmer (technical docs, sample, multi-hop)", "lexical_settings.py",
      "lexical_settings"),
+    ("document formats: add_path throughput per format, files read vs skipped, long-document extraction (CMake help)",
+     "ingest_formats.py", "ingest_formats"),
 ]
 PLOTS_DIR = BENCH_DIR / "plots"
 HISTORY = BENCH_DIR / "HISTORY.md"  # hand-kept before/after notes, appended to RESULTS.md

@@ -16,7 +16,8 @@ from .community.graph_export import GraphExports
 from .errors import CruxError, NotFoundError, ParameterError
 from .schema import SCHEMAS
 from .store.chunking import DEFAULT_CHUNK_SIZE, check_chunk_size
-from .store.ingest import Format, check_unique, frame_specs, path_specs, text_spec
+from .store.files import AddedPaths, path_specs
+from .store.ingest import Format, check_unique, frame_specs, text_spec
 from .retrieval.retriever.lexical_store import SavedIndexes
 from .store.imports import GraphRAGImport
 from .store.lexical import DEFAULT_SETTINGS, LexicalSettings, lexical_settings
@@ -25,7 +26,6 @@ from .store.state import KBState, with_edges, with_entities, with_sources, witho
 from .validation import check_name
 
 __all__ = ["KnowledgeBase", "knowledge_base"]
-
 
 
 def knowledge_base(*, id: str = "kb", namespace: str | None = None, chunk_size: int = DEFAULT_CHUNK_SIZE,
@@ -198,20 +198,21 @@ class KnowledgeBase(GraphExports, CommunityAccess, Saving, SavedIndexes):
         size = self.chunk_size if chunk_size is None else check_chunk_size(chunk_size)
         self.commit(lambda s: with_sources(s, [spec], chunk_size=size))
 
-    def add_path(self, path: str | os.PathLike, *, metadata: dict | None = None) -> list[str]:
-        """Add a ``.md``/``.txt`` file, or every such file below a folder (source id = relative path).
+    def add_path(self, path: str | os.PathLike, *, metadata: dict | None = None, include: str | list[str] | None = None,
+                 exclude: str | list[str] | None = None, progress: bool | None = None) -> AddedPaths:
+        """Add a file or every file below a folder (id = relative path; HTML, reST, PDF, notebooks need the ``formats``
+        extra), ``include``/``exclude`` glob patterns; the ids returned list unread files in ``.skipped``, with why.
 
         Examples
         --------
         >>> import crux_nb
-        >>> kb = crux_nb.knowledge_base(id="sample")
-        >>> len(kb.add_path(crux_nb.datasets.sample_path())) > 30
-        True
+        >>> crux_nb.knowledge_base(id="s").add_path(crux_nb.datasets.sample_path(), exclude="decision-*").skipped[:1]
+        (Skipped(path='decision-cut-embedded-sdk.md', reason="excluded by 'decision-*'", requested=True),)
         """
-        specs = path_specs(path, metadata=metadata)
-        check_unique(specs)
-        self.commit(lambda s: with_sources(s, specs, chunk_size=self.chunk_size))
-        return [s.source_id for s in specs]
+        result = path_specs(path, metadata=metadata, include=include, exclude=exclude, progress=progress)
+        check_unique(result.specs)
+        self.commit(lambda s: with_sources(s, result.specs, chunk_size=self.chunk_size))
+        return result.added()
 
     def add_frame(self, frame: pd.DataFrame, *, id_column: str = "id", text_column: str = "text",
                   format: Format = "markdown") -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any
 
 from .knowledgebase import KnowledgeBase
@@ -56,6 +57,7 @@ def open_knowledge_base(path: str | os.PathLike, *, verify: bool = True, communi
         kb.configure_communities(communities)
     elif isinstance(saved.manifest.get("communities"), dict):
         kb.restore_communities(saved.manifest["communities"])
+    _note_stale_extractor(kb, saved.manifest.get("communities"))
     return kb
 
 
@@ -67,3 +69,22 @@ def install_indexes(state: Any, indexes: dict | None) -> None:
             install_lexical(state, found.params, found.frames)
         except (KeyError, TypeError, ValueError):
             pass  # derived data that does not fit: the lexical leg rebuilds it on first use
+
+
+def _note_stale_extractor(kb: KnowledgeBase, saved_communities: Any) -> None:
+    """Warn when the graph's extractor differs from the configured model: the communities' model; else the
+    model the saved communities name when it is not the offline model (a ``ChatModel`` must be passed again);
+    else the offline model of this crux_nb (``kb.extract_entities()``'s default)."""
+    from .extract.entities import stale_extractor_note
+    from .models import OfflineModel
+
+    model = getattr(kb.communities_config, "model", None)
+    record = saved_communities.get("model") if isinstance(saved_communities, dict) else None
+    if model is None and isinstance(record, dict) and record.get("class") not in (None, "OfflineModel"):
+        name, fingerprint = str(record.get("name")), str(record.get("fingerprint"))
+    else:
+        model = OfflineModel() if model is None else model
+        name, fingerprint = model.name, model.fingerprint
+    note = stale_extractor_note(kb.state, name=name, fingerprint=fingerprint)
+    if note:
+        warnings.warn(f"crux_nb.open({str(kb.path)!r}): {note}", stacklevel=3)

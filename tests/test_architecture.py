@@ -36,6 +36,8 @@ CONFINED = {
     "urllib.request": ("crux_nb.models", "crux_nb.embeddings"), "http.client": ("crux_nb.models", "crux_nb.embeddings"),
     "requests": ("crux_nb.models", "crux_nb.embeddings"), "httpx": ("crux_nb.models", "crux_nb.embeddings"),
     "numba": ("crux_nb.graph",),
+    # the document parsers of the formats extra (nbformat also writes the demo notebook: crux_nb.demo)
+    "bs4": ("crux_nb.store.readers",), "docutils": ("crux_nb.store.readers",), "pypdf": ("crux_nb.store.readers",),
 }
 MAX_LINES = 400
 

@@ -180,7 +180,10 @@ def test_bad_files_leave_kb_unchanged(tmp_path, kb):
     (folder / "empty.md").write_text("  \n")
     with pytest.raises(InputError, match="'empty.md' is empty"):
         kb.add_path(folder)
-    with pytest.raises(InputError, match="type '.pdf'"):
+    with pytest.raises(InputError, match="type '.png'"):
+        (tmp_path / "x.png").write_bytes(b"\x89PNG")
+        kb.add_path(tmp_path / "x.png")
+    with pytest.raises(InputError, match="cannot be read as PDF"):
         (tmp_path / "x.pdf").write_bytes(b"%PDF")
         kb.add_path(tmp_path / "x.pdf")
     with pytest.raises(NotFoundError, match="does not exist"):
@@ -188,7 +191,7 @@ def test_bad_files_leave_kb_unchanged(tmp_path, kb):
     only_other = tmp_path / "other"
     only_other.mkdir()
     (only_other / "img.png").write_bytes(b"\x89PNG")
-    with pytest.raises(InputError, match="no .md or .txt"):
+    with pytest.raises(InputError, match="holds no file crux_nb reads.*img.png"):
         kb.add_path(only_other)
     if os.geteuid() != 0:  # root can read anything
         locked = tmp_path / "locked.md"

@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import ParameterError
+from ..errors import NotFoundError, ParameterError
 from ..schema import require_columns
 from .compare import Comparison, paired_comparison
-from .metrics import Gold, as_gold, hit_matches, metric_names, question_metrics
+from .metrics import Gold, GoldPassage, as_gold, hit_matches, metric_names, question_metrics
 
 __all__ = ["Evaluation", "Run", "evaluate"]
 
@@ -47,6 +47,7 @@ class Run:
     trace: Any
     latency_ms: float
     metrics: Mapping[str, float]
+    cold: bool = False  # the recipe's first question: its latency includes building the indexes it reads
 
     def __repr__(self) -> str:
         return f"Run(recipe={self.recipe!r}, question_id={self.question_id!r}, hits={len(self.hits)})"
@@ -86,6 +87,34 @@ def _question_rows(questions: Any) -> list[tuple[str, str, Gold]]:
     return rows
 
 
+def _known(recipe: Any) -> tuple[set[str], set[str]] | None:
+    """The chunk refs and source ids of a recipe's knowledge base, or None when it shows no state."""
+    state = getattr(getattr(recipe, "kb", None), "state", None)
+    if not hasattr(state, "chunks") or not hasattr(state, "documents"):
+        return None
+    return set(state.chunks["ref"].tolist()), set(state.documents["source_id"].tolist())
+
+
+def _check_gold_exists(recipes: Mapping[str, Any], rows: list[tuple[str, str, Gold]]) -> None:
+    """Refuse gold items found in none of the recipes' knowledge bases: they could never match, and would
+    lower every recipe's recall in silence (a typo, a renamed source, a chunk of another chunk size)."""
+    known = [k for k in (_known(r) for r in recipes.values()) if k is not None]
+    if not known:
+        return
+    chunks, sources = set().union(*(k[0] for k in known)), set().union(*(k[1] for k in known))
+    missing = []
+    for qid, _, gold in rows:
+        for item in gold.items:
+            name = item.source_id if isinstance(item, GoldPassage) else item
+            if name not in (chunks if name.startswith("chunk:") else sources):
+                missing.append(f"{name!r} (question {qid!r})")
+    if missing:
+        raise NotFoundError(f"evaluate(): {len(missing)} gold item(s) name nothing in the recipes' knowledge bases: "
+                            f"{', '.join(missing[:5])}{' …' if len(missing) > 5 else ''}.",
+                            hint="gold items are chunk refs (kb.chunks['ref']) or source ids (kb.documents"
+                                 "['source_id']); fix or drop these, or the questions would score 0 on them.")
+
+
 def evaluate(recipes: Mapping[str, Any], questions: pd.DataFrame, *, k: Sequence[int] | int = (1, 5, 10)) -> Evaluation:
     """Run each recipe on each question and score its hits against the gold.
 
@@ -122,16 +151,17 @@ def evaluate(recipes: Mapping[str, Any], questions: pd.DataFrame, *, k: Sequence
             raise ParameterError("evaluate()", "recipes", "names (str) mapped to recipes (kb.recipe(...))", name)
     ks = _check_k(k)
     rows = _question_rows(questions)
+    _check_gold_exists(recipes, rows)
     runs = []
     for name, recipe in recipes.items():
-        for qid, text, gold in rows:
+        for i, (qid, text, gold) in enumerate(rows):
             started = time.perf_counter()
             result = recipe.retrieve_with_trace(text)
             latency = (time.perf_counter() - started) * 1000.0
             hits = tuple(result.hits)
             runs.append(Run(recipe=name, question_id=qid, question=text, gold=gold, hits=hits,
                             relevant=tuple(hit_matches(hits, gold)), trace=result.trace, latency_ms=latency,
-                            metrics=question_metrics(hits, gold, ks)))
+                            metrics=question_metrics(hits, gold, ks), cold=i == 0))
     return Evaluation(runs=tuple(runs), recipes=tuple(recipes), question_ids=tuple(r[0] for r in rows), ks=ks)
 
 
@@ -208,7 +238,7 @@ class Evaluation:
         for run in self.runs:
             calls, chars = _model_cost(run.trace)
             records.append({"recipe": run.recipe, "question_id": run.question_id, "question": run.question,
-                            "n_gold": run.gold.size, **run.metrics, "latency_ms": run.latency_ms,
+                            "n_gold": run.gold.size, **run.metrics, "latency_ms": run.latency_ms, "cold": run.cold,
                             "model_calls": calls, "model_chars": chars, "n_hits": len(run.hits)})
         frame = pd.DataFrame(records)
         for column in ("recipe", "question_id", "question"):
@@ -217,6 +247,10 @@ class Evaluation:
 
     def summary(self) -> pd.DataFrame:
         """One row per recipe (in the given order): mean metrics, latency p50/p95, total model calls and characters.
+
+        ``cold_ms`` is the latency of the recipe's first question, which builds the indexes it reads (BM25,
+        vectors, the graph); ``latency_p50_ms``/``latency_p95_ms`` are over the other questions (over that one
+        only when there is no other).
 
         Examples
         --------
@@ -232,8 +266,10 @@ class Evaluation:
         frame = self.to_frame()
         grouped = frame.groupby("recipe", sort=False)
         out = grouped[self.metrics].mean()
-        out["latency_p50_ms"] = grouped["latency_ms"].median()
-        out["latency_p95_ms"] = grouped["latency_ms"].quantile(0.95)
+        warm = frame[~frame["cold"] | (frame.groupby("recipe", sort=False)["cold"].transform("size") == 1)]
+        out["cold_ms"] = frame[frame["cold"]].groupby("recipe", sort=False)["latency_ms"].first()
+        out["latency_p50_ms"] = warm.groupby("recipe", sort=False)["latency_ms"].median()
+        out["latency_p95_ms"] = warm.groupby("recipe", sort=False)["latency_ms"].quantile(0.95)
         out["model_calls"] = grouped["model_calls"].sum()
         out["model_chars"] = grouped["model_chars"].sum()
         out["questions"] = grouped.size()
@@ -332,14 +368,29 @@ class Evaluation:
         DrillDown(question_id='q002', recipes=['top1', 'bm25'], top=3)
         >>> ev.drilldown("q001", recipes=["bm25"]).to_html().count("class='crux-gold'")
         1
+        >>> ev.drilldown(qs["question"][1], top=3).question_id  # the question's text serves as well
+        'q002'
         """
         from .drilldown import DrillDown
 
-        qid = self.question_ids[question] if isinstance(question, int) else question
+        qid = self.question_ids[question] if isinstance(question, int) else self._question_id(question)
         names = tuple(self.recipes if recipes is None else recipes)
         for name in names:
             self._check_recipe(name, "recipes")
         return DrillDown(self, qid, names, top=top or max(self.ks))
+
+    def _question_id(self, question: Any) -> str:
+        """A question id, or the id of the question with this text (exact, then ignoring case and spacing)."""
+        if question in self.question_ids:
+            return question
+        texts = {run.question_id: run.question for run in self.runs}
+        for same in (lambda t: t.strip(), lambda t: " ".join(t.casefold().split())):
+            if isinstance(question, str):
+                found = [q for q in self.question_ids if same(texts[q]) == same(question)]
+                if found:
+                    return found[0]
+        raise ParameterError("Evaluation.drilldown()", "question",
+                             f"a question id ({', '.join(self.question_ids[:3])}...), its text or its position", question)
 
     def __repr__(self) -> str:
         return f"Evaluation(recipes={list(self.recipes)}, questions={len(self.question_ids)}, k={self.ks})"

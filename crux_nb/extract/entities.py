@@ -19,7 +19,7 @@ from .._hashing import canonical_json
 from ..schema import coerce, empty_frame
 from .graph import build_entity_frames, entity_id_for, with_entity_stage
 
-__all__ = ["ExtractionResult", "extract_entities", "entity_id_for", "DEFAULT_BATCH_CHARS"]
+__all__ = ["ExtractionResult", "extract_entities", "entity_id_for", "DEFAULT_BATCH_CHARS", "stale_extractor_note"]
 
 #: Characters of chunk text per extraction call (upstream's derive batch size).
 DEFAULT_BATCH_CHARS = 12_000
@@ -152,3 +152,33 @@ def _apply(current: Any, expected: Any, entities, edges, evidence, extractions) 
         raise CruxError("the knowledge base changed while entities were being extracted.", code="concurrent_change",
                         hint="run kb.extract_entities() again.")
     return with_entity_stage(current, entities, edges, evidence, extractions)
+
+
+def stale_extractor_note(state: Any, *, name: str, fingerprint: str) -> str | None:
+    """A note when the stored entity graph was extracted by another model (or model version) than the model
+    ``name`` with ``fingerprint``: the graph is not what that model extracts today, and the next
+    ``kb.extract_entities(model)`` re-extracts those sources. None when the graph is current, or there is none.
+
+    Examples
+    --------
+    >>> import crux_nb
+    >>> from crux_nb.models import OfflineModel
+    >>> kb = crux_nb.knowledge_base(id="s")
+    >>> kb.add_text("a.md", "Ada Lovelace met Charles Babbage in London.")
+    >>> _ = kb.extract_entities(progress=False)
+    >>> stale_extractor_note(kb.state, name="offline", fingerprint=OfflineModel().fingerprint) is None
+    True
+    >>> other = OfflineModel(name="other")
+    >>> print(stale_extractor_note(kb.state, name=other.name, fingerprint=other.fingerprint))  # doctest: +ELLIPSIS
+    the entity graph of 1 source(s) was extracted by a model with fingerprint ... ('other', fingerprint ...)...
+    """
+    stored = state.extractions["model_fingerprint"]
+    if stored.empty or not (state.edges["stage"] == "entities").any():
+        return None
+    stale = stored[stored != fingerprint]
+    if stale.empty:
+        return None
+    return (f"the entity graph of {len(stale)} source(s) was extracted by a model with fingerprint "
+            f"{', '.join(sorted(set(stale))[:3])}, not by the configured model ({name!r}, "
+            f"fingerprint {fingerprint}): an older crux_nb or other options. kb.extract_entities(model) "
+            "re-extracts those sources; until then the graph is the older extractor's.")

@@ -139,11 +139,28 @@ def known_fields(state: Any) -> frozenset[str]:
 
 
 def unknown_field_warnings(state: Any, filter: Mapping[str, Any] | None) -> list[str]:
-    """One warning per filter field no chunk has (such a filter can match nothing; views refuse the same
-    mistake with ``unknown_field``)."""
+    """One warning per filter field no chunk has, and per value no chunk holds in a known field (either filter
+    matches nothing; views refuse an unknown field with ``unknown_field``)."""
     if not filter:
         return []
     fields = known_fields(state)
-    return [f"retrieve: filter field {key!r} is not a field of any chunk in this knowledge base, so nothing "
-            f"matches it (fields: {', '.join(sorted(fields)[:12])}{' …' if len(fields) > 12 else ''})."
-            for key in filter if key not in fields]
+    out = []
+    for key, want in filter.items():
+        if key not in fields:
+            out.append(f"retrieve: filter field {key!r} is not a field of any chunk in this knowledge base, so nothing "
+                       f"matches it (fields: {', '.join(sorted(fields)[:12])}{' …' if len(fields) > 12 else ''}).")
+        elif key != "namespace" and not _field_codes(state, key).mask(want).any():
+            out.append(_value_warning(state, key, want))
+    return out
+
+
+def _value_warning(state: Any, key: str, want: Any) -> str:
+    """The values the field does hold, those closest in spelling first (a typo shows its fix)."""
+    import difflib
+
+    values = {str(value): value for _, value in _field_codes(state, key).code}  # 1 and '1' differ: shown as repr
+    close = difflib.get_close_matches(str(want), list(values), n=3, cutoff=0.6)
+    shown = close or sorted(values)[:8]
+    label = "closest" if close else f"{len(values)} values, e.g." if len(values) > len(shown) else "values"
+    return (f"retrieve: no chunk has {key!r} = {want!r}, so the filter matches nothing "
+            f"({label}: {', '.join(repr(values[v]) for v in shown) or 'none'}).")

@@ -1,6 +1,8 @@
 """Turning one source text into a document row, section (parent) rows and chunk rows.
 
-Markdown headings become parents; text before the first heading gives
+Markdown headings become parents (every media type but plain text and PDF is read as Markdown: the readers
+of :mod:`crux_nb.store.readers` convert HTML, reStructuredText and notebooks to it); a PDF's pages are cut
+apart at page breaks, each chunk's metadata gets its 1-based ``page``; text before the first heading gives
 parentless chunks. Sections are cut into chunks of at most ``chunk_size``
 characters, at paragraph, then sentence, then character boundaries.
 """
@@ -14,6 +16,7 @@ from typing import Any
 from .._hashing import stable_hash
 from ..errors import InputError, ParameterError
 from ..refs import ChunkRef, encode_ref
+from ..schema import frozen_metadata
 
 #: A chunk may never exceed the community report budget.
 MAX_CHUNK_SIZE = 24_000
@@ -25,6 +28,10 @@ _FENCE = re.compile(r"^(```|~~~)")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _SCALAR_INT = re.compile(r"^-?\d+$")
 _SCALAR_FLOAT = re.compile(r"^-?\d+\.\d+$")
+#: media types whose text is cut as it is (no headings); a paged type's pages are joined by PAGE_BREAK
+PLAIN_TYPES = frozenset({"text/plain", "application/pdf"})
+PAGED_TYPES = frozenset({"application/pdf"})
+PAGE_BREAK = "\f"
 
 
 @dataclass(frozen=True)
@@ -159,12 +166,15 @@ def _slug(title: str) -> str:
 def source_rows(source_id: str, text: str, *, metadata: dict[str, Any], media_type: str,
                 chunk_size: int, path: str | None = None) -> SourceRows:
     """Build the rows of one source; ``text`` must already be validated."""
-    markdown = media_type == "text/markdown"
-    sections = split_sections(text, markdown=markdown)
+    if media_type in PAGED_TYPES:
+        pages = [(Section(None, 0, page), frozen_metadata({**metadata, "page": n}))
+                 for n, page in enumerate(text.split(PAGE_BREAK), start=1)]
+    else:
+        pages = [(s, metadata) for s in split_sections(text, markdown=media_type not in PLAIN_TYPES)]
     parents: list[dict[str, Any]] = []
     chunks: list[dict[str, Any]] = []
     used: dict[str, int] = {}
-    for section in sections:
+    for section, chunk_metadata in pages:
         parent_id = None
         if section.title is not None:
             base = _slug(section.title)
@@ -178,7 +188,7 @@ def source_rows(source_id: str, text: str, *, metadata: dict[str, Any], media_ty
             chunk_id = f"c{ordinal:04d}"
             chunks.append({"ref": encode_ref(ChunkRef(source_id, chunk_id)), "source_id": source_id,
                            "chunk_id": chunk_id, "parent_id": parent_id, "ordinal": ordinal,
-                           "content": content, "n_chars": len(content), "metadata": metadata})
+                           "content": content, "n_chars": len(content), "metadata": chunk_metadata})
     if not chunks:
         raise InputError(f"source {source_id!r} has no text to index (only headings or blank lines).",
                          hint="pass a text with at least one non-blank line of content.")

@@ -1,4 +1,5 @@
-"""Reading user input (strings, files, folders, frames) into validated source specs.
+"""Reading user input (strings, frames; files and folders through :mod:`crux_nb.store.files`) into validated
+source specs.
 
 Nothing here touches a knowledge base: every input is checked in full first,
 so a bad file or row leaves the knowledge base exactly as it was.
@@ -8,21 +9,18 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
-import os
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError, NotFoundError
+from ..errors import InputError
 from ..schema import Metadata, check_unicode, frozen_metadata, require_columns
 from .chunking import parse_front_matter
 
-TEXT_SUFFIXES = {".md": "text/markdown", ".markdown": "text/markdown", ".txt": "text/plain"}
 #: Metadata nesting deeper than this is refused (a recursive structure would never end).
 MAX_METADATA_DEPTH = 64
 #: Metadata integers must fit in 64 bits (JSON readers, Parquet and pandas agree on those).
@@ -151,57 +149,6 @@ def text_spec(source_id: Any, text: Any, *, metadata: Any = None, format: Format
     meta.update(clean_metadata(source_id, metadata))
     media_type = "text/markdown" if format == "markdown" else "text/plain"
     return SourceSpec(source_id, text, clean_metadata(source_id, meta), media_type, path)
-
-
-def path_specs(path: Any, *, metadata: Any = None) -> list[SourceSpec]:
-    """Specs for a ``.md``/``.txt`` file or every such file below a folder."""
-    if not isinstance(path, (str, os.PathLike)):
-        raise InputError(f"path must be a string or a Path; got {type(path).__name__}.")
-    root = Path(path)
-    try:
-        exists, is_file = root.exists(), root.is_file()
-        if exists and not is_file:
-            listing = sorted(p for p in root.rglob("*") if p.is_file() and not _hidden(p.relative_to(root)))
-    except (OSError, ValueError) as exc:  # a name too long, a NUL byte, a loop, no permission
-        raise InputError(f"path {_short(str(root))} cannot be read ({getattr(exc, 'strerror', None) or exc}).",
-                         hint="check the path: an existing .md/.txt file or a folder of them.") from None
-    if not exists:
-        raise NotFoundError(f"path {str(root)!r} does not exist.", hint="check the path, relative to the working directory.")
-    if is_file:
-        files, base = [root], root.parent
-    else:
-        files = listing
-        base = root
-        unknown = [p for p in files if p.suffix.lower() not in TEXT_SUFFIXES]
-        files = [p for p in files if p.suffix.lower() in TEXT_SUFFIXES]
-        if not files:
-            raise InputError(f"folder {str(root)!r} holds no .md or .txt files"
-                             + (f" (found {unknown[0].name!r} and {len(unknown) - 1} other files)." if unknown else "."))
-    specs = []
-    for file in files:
-        suffix = file.suffix.lower()
-        if suffix not in TEXT_SUFFIXES:
-            raise InputError(f"file {str(file)!r} has type {suffix or '(none)'!r}; crux_nb reads .md, .markdown and .txt.",
-                             hint="convert it to Markdown or plain text first.")
-        try:
-            text = file.read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            raise InputError(f"file {str(file)!r} is not UTF-8 text.", hint="re-encode it as UTF-8.") from None
-        except OSError as exc:
-            raise InputError(f"file {str(file)!r} cannot be read: {exc.strerror}.") from None
-        source_id = file.relative_to(base).as_posix()
-        fmt: Format = "markdown" if TEXT_SUFFIXES[suffix] == "text/markdown" else "text"
-        specs.append(text_spec(source_id, text, metadata=metadata, format=fmt, path=str(file)))
-    return specs
-
-
-def _short(text: str, limit: int = 200) -> str:
-    shown = repr(text)
-    return shown if len(shown) <= limit else shown[: limit - 3] + "..."
-
-
-def _hidden(relative: Path) -> bool:
-    return any(part.startswith(".") for part in relative.parts)
 
 
 def frame_specs(frame: Any, *, id_column: str = "id", text_column: str = "text",
