@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import crux_nb
 from crux_nb.extract.report import HUB_SHARE, graph_report, suspicious_alias
-from crux_nb.models.offline_code import acronym_definitions, code_entities, mask_noise
+from crux_nb.models.offline_code import acronym_definitions, code_entities, code_spans, mask_noise
 from crux_nb.models.offline_extract import extract_entities
 
 DOC = """# Mapping access
@@ -115,3 +115,51 @@ def test_graph_report_escapes_user_text():
     kb.extract_entities()
     html = graph_report(kb.state)._repr_html_()
     assert "<script>" not in html and "<img>" not in html
+
+
+REST = """add_library
+-----------
+
+.. include:: DEPRECATED_POLICY_VERSIONS.rst
+
+.. _`Target Usage Requirements`:
+
+Set the :prop_tgt:`EXCLUDE_FROM_ALL` property; see |FIND_PACKAGE_ROOT_PREFIX_PATH_XXX| and
+``CMAKE_LINK_GROUP_USING_<FEATURE>``, or <PackageName>_FIND_VERSION_MAJOR, and ``BUILD_SHARED_LIBS``.
+
+.. signature::
+  add_library(<name> [<type>])
+  :target: normal
+
+For example::
+
+  ctest_start(GROUP SomeGroup QUIET APPEND)
+  Template Parameter I2
+
+>>> d = {"one": 1, "two": 2}
+>>> del d["two"]
+
+The Release Manager reviews it. | a | b | cells stay.
+"""
+
+
+def test_rest_markup_names_nothing():
+    masked = mask_noise(REST)
+    assert len(masked) == len(REST) and masked.count("\n") == REST.count("\n")
+    for markup in ("include", "DEPRECATED_POLICY_VERSIONS.rst", "Target Usage Requirements", "prop_tgt",
+                   "FIND_PACKAGE_ROOT_PREFIX_PATH_XXX", "CMAKE_LINK_GROUP_USING_", "_FIND_VERSION_MAJOR", "signature",
+                   ":target:"):
+        assert markup not in masked, markup
+    assert "EXCLUDE_FROM_ALL" in masked and "| a | b |" in masked  # a role's content and a table's cells stay
+    found = _entities(REST)
+    assert {"EXCLUDE_FROM_ALL", "BUILD_SHARED_LIBS"} <= set(found) and "Release Manager" in found
+    for junk in ("prop_tgt", "CMAKE_LINK_GROUP_USING_", "_FIND_VERSION_MAJOR", "FIND_PACKAGE_ROOT_PREFIX_PATH_XXX",
+                 "DEPRECATED_POLICY_VERSIONS.rst", "GROUP SomeGroup QUIET APPEND", "SomeGroup", "I2",
+                 "Template Parameter", "two"):
+        assert not any(junk in name for name in found), (junk, found)
+
+
+def test_code_blocks_hold_no_code_spans():
+    text = 'See "d.get_item" and "x_y". More "a.b_c" words.\n\n>>> d = {"one": 1, "x_z": 2}\n\nExample::\n\n  ``q_r``\n'
+    spans = [content for _a, _b, content in code_spans(text, quoted=True)]
+    assert spans == ["d.get_item", "x_y", "a.b_c"]

@@ -4,7 +4,8 @@ One pass over the ``entities`` table and the ``mentions`` / ``related`` edges gi
 
 * **hubs**: the entities named in the largest share of chunks (top ``top``). An entity named in
   more than :data:`HUB_SHARE` of the chunks (of a knowledge base of at least :data:`HUB_MIN_CHUNKS`
-  chunks) is flagged ``hub``: it is not specific, so a path through it says little (the Carol's
+  chunks) is flagged ``hub``: it is not specific, so a path through it says little
+  (``expand_relations(hub_share=HUB_SHARE)`` routes nothing through it; the Carol's
   ``Scrooge`` is in 77% of its chunks; on CPython's topics the largest is ``Python`` at 14%);
 * the **untyped share**: entities with no type or type ``other``;
 * **suspicious aliases**: an alias sharing no word and no initials with its entity's name
@@ -27,13 +28,10 @@ from typing import Any
 import pandas as pd
 
 from ..display.html import graph_report_html
+from ..graph.frontier_index import HUB_MIN_CHUNKS, HUB_SHARE  # one definition, shared with expand_relations' cut
 
 __all__ = ["GraphReport", "graph_report", "HUB_SHARE", "HUB_MIN_CHUNKS", "suspicious_alias"]
 
-#: An entity named in more than this share of the chunks is a hub (not specific).
-HUB_SHARE = 0.2
-#: ... in a knowledge base of at least this many chunks (in a short note every name is everywhere).
-HUB_MIN_CHUNKS = 50
 _WORDS = re.compile(r"[^\W_]+")
 
 

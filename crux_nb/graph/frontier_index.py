@@ -14,11 +14,31 @@ import pandas as pd
 
 from ..refs import DocumentRef, ParentRef, decode_ref, encode_ref
 
-__all__ = ["TraversalIndex", "View", "KIND_CHUNK", "KIND_ENTITY", "KIND_OTHER", "STRUCTURAL_TYPES"]
+__all__ = ["TraversalIndex", "View", "KIND_CHUNK", "KIND_ENTITY", "KIND_OTHER", "STRUCTURAL_TYPES", "HUB_SHARE",
+           "HUB_MIN_CHUNKS", "hub_mask"]
 
 KIND_CHUNK, KIND_ENTITY, KIND_OTHER = 0, 1, 2
 STRUCTURAL_TYPES = ("hierarchy", "sequence")
 HOP_RULES = ("free", "counted")
+#: An entity named in more than this share of the chunks is a hub: not specific (a path through it says little), so
+#: ``expand_relations``' relevance ranking does not route through it and ``kb.graph_report()`` flags it
+HUB_SHARE = 0.2
+#: ... in a knowledge base of at least this many chunks (in a short note every name is everywhere)
+HUB_MIN_CHUNKS = 50
+
+
+def hub_mask(kind: np.ndarray, df: np.ndarray, n_chunks: int, share: float | None) -> np.ndarray:
+    """Per node: an entity adjacent to more than ``share`` of the ``n_chunks`` chunks (``df``: its distinct chunk
+    neighbours), in a knowledge base of at least :data:`HUB_MIN_CHUNKS` chunks; none when ``share`` is None.
+
+    >>> hub_mask(np.array([KIND_ENTITY, KIND_ENTITY, KIND_CHUNK]), np.array([30.0, 5.0, 0.0]), 100, HUB_SHARE).tolist()
+    [True, False, False]
+    >>> hub_mask(np.array([KIND_ENTITY]), np.array([30.0]), 40, HUB_SHARE).tolist()  # too few chunks to tell
+    [False]
+    """
+    if share is None or n_chunks < HUB_MIN_CHUNKS:
+        return np.zeros(len(kind), dtype=bool)
+    return (kind == KIND_ENTITY) & (df > share * n_chunks)
 
 
 class TraversalIndex:
@@ -72,9 +92,11 @@ class TraversalIndex:
         self.indptr = np.concatenate([[0], np.cumsum(np.bincount(self.node, minlength=n))]).astype(np.int64)
         self._views: dict[tuple, View] = {}
 
-    def view(self, types: frozenset[str] | None, direction: int | None, fan_out: int) -> View:
-        """The neighbour lists cut by type, direction and the fan-out ceiling (cached per key)."""
-        key = (types, direction, fan_out)
+    def view(self, types: frozenset[str] | None, direction: int | None, fan_out: int,
+             hub_share: float | None = None) -> View:
+        """The neighbour lists cut by type, direction and the fan-out ceiling (cached per key); with ``hub_share``,
+        without the entries of a hub (:func:`hub_mask`): such an entity routes nothing."""
+        key = (types, direction, fan_out, hub_share)
         cached = self._views.get(key)
         if cached is None:
             mask = np.ones(len(self.peer), dtype=bool)
@@ -84,17 +106,20 @@ class TraversalIndex:
             if direction is not None:
                 mask &= self.direction == direction
             idx = np.flatnonzero(mask)
+            # specificity of a waypoint: 1 / distinct chunk neighbours (all of them, not only the first 64)
+            chunk_peer = self.kind[self.peer[idx]] == KIND_CHUNK
+            pairs = np.unique(self.node[idx][chunk_peer] * len(self.refs) + self.peer[idx][chunk_peer])
+            df = np.bincount(pairs // max(len(self.refs), 1), minlength=len(self.refs)).astype(float)
+            spec = np.where(self.kind == KIND_CHUNK, 1.0, 1.0 / np.maximum(df, 1.0))
+            hubs = hub_mask(self.kind, df, len(self.chunk_code), hub_share)
+            if hubs.any():  # before the fan-out cut, so a chunk's other neighbours take the hub's places
+                idx = idx[~(hubs[self.node[idx]] | hubs[self.peer[idx]])]
             owner = self.node[idx]
             counts = np.bincount(owner, minlength=len(self.refs))
             starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
             rank = np.arange(len(idx)) - starts[owner]
             keep = idx[rank < fan_out]
             kept = np.minimum(counts, fan_out)
-            # specificity of a waypoint: 1 / distinct chunk neighbours (all of them, not only the first 64)
-            chunk_peer = self.kind[self.peer[idx]] == KIND_CHUNK
-            pairs = np.unique(owner[chunk_peer] * len(self.refs) + self.peer[idx][chunk_peer])
-            df = np.bincount(pairs // max(len(self.refs), 1), minlength=len(self.refs)).astype(float)
-            spec = np.where(self.kind == KIND_CHUNK, 1.0, 1.0 / np.maximum(df, 1.0))
             peer, owner = self.peer[keep], self.node[keep]
             entity = self.kind == KIND_ENTITY
             cost = {"free": (~(entity[owner] | entity[peer])).astype(np.int8),
@@ -103,7 +128,7 @@ class TraversalIndex:
             cached = self._views[key] = View(
                 indptr=np.concatenate([[0], np.cumsum(kept)]).astype(np.int64), peer=peer,
                 etype=self.etype[keep], truncated=counts >= fan_out, spec=spec, df=df, fan_out=fan_out,
-                owner=owner, cost=cost, zero_cost=zero, degree=kept.astype(np.int32))
+                owner=owner, cost=cost, zero_cost=zero, degree=kept.astype(np.int32), hubs=int(hubs.sum()))
         return cached
 
 
@@ -120,6 +145,7 @@ class View:
     cost: dict = None  # hop rule -> per-entry hop cost (0 or 1)
     zero_cost: dict = None  # hop rule -> per-node: its row has an entry of cost 0
     degree: np.ndarray = None  # entries per row
+    hubs: int = 0  # hub entities whose entries were left out (hub_share)
     _lazy: dict = field(default_factory=dict, repr=False, compare=False)
 
     def transposed(self) -> tuple[np.ndarray, np.ndarray]:

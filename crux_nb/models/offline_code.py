@@ -40,7 +40,23 @@ _NOISE = [
     re.compile(r"\b[\w.+-]+@[\w-]+\.[\w.-]+\b"),  # e-mail addresses
     re.compile(r"(?<![\w/.])(?:~|\.{1,2})?/(?:[\w.@-]+/)+[\w.@-]*|\b[A-Za-z]:\\[^\s\"'`]+"),  # file paths
     re.compile(r"\b(?:[Ss]ections?|[Cc]hapters?|§)\s*\d+(?:\.\d+)*"),  # section numbers: "Section 24.3"
+    # reStructuredText markup: a substitution reference (|name|, no space inside, so no Markdown table cell),
+    re.compile(r"(?<![|\w])\|[A-Za-z_][\w.-]*\|(?![|\w])"),
+    # a directive's marker and a file-name argument (.. include:: FILE.rst), a hyperlink target (.. _name:),
+    re.compile(r"^[ \t]*\.\. [A-Za-z][\w:-]*::(?:[ \t]+\S+\.[A-Za-z]\w{0,4}[ \t]*$)?", re.M),
+    re.compile(r"^[ \t]*\.\. _(?:`[^`\n]*`|[^:\n]*):", re.M),
+    # a role's name before its backticked content (:prop_tgt:`X`), a directive option's name (:target: ...)
+    re.compile(r"(?<![\w:`]):[A-Za-z][\w+.-]*(?::[A-Za-z][\w+.-]*)*:(?=`)"),
+    re.compile(r"^[ \t]+:[A-Za-z][\w-]*:(?=[ \t]|$)", re.M),
 ]
+#: an identifier around a <placeholder> (CMAKE_<LANG>_FLAGS, lib<name>.a) names a family, and cut at the angle
+#: brackets its parts name nothing (CMAKE_LINK_GROUP_USING_, _STANDARD_REQUIRED): blanked whole
+_TEMPLATE = re.compile(r"[\w.-]*(?:<[A-Za-z][\w-]*>[\w.-]*)+")
+#: a reST literal block: the indented lines after a paragraph ending in "::" (not a directive's "..  x::" line)
+_LITERAL = re.compile(r"^(?![ \t]*\.\. )([ \t]*)\S[^\n]*::[ \t]*\n(?:[ \t]*\n)*((?:\1[ \t]+\S[^\n]*\n?(?:[ \t]*\n)*)+)",
+                      re.M)
+#: an interactive session's input lines (">>> d = {'two': 2}", "... "): code, whose string literals are no names
+_PROMPT = re.compile(r"^[ \t]*(?:>>>|\.\.\.)(?: [^\n]*)?$", re.M)
 _BASE64 = re.compile(r"[A-Za-z0-9+/]{20,}={0,2}")
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]*\1[`~]*[ \t]*$|\Z)", re.M | re.S)
 _BACKTICK = re.compile(r"``([^`\n]+?)``|(?<!`)`([^`\n]+)`(?!`)")
@@ -81,6 +97,7 @@ def mask_noise(text: str) -> str:
     '              See                 and                of                            .'
     """
     spans = [m.span() for pat in _NOISE for m in pat.finditer(text)]
+    spans += [m.span() for m in _TEMPLATE.finditer(text) if re.search(r"\w", re.sub(r"<[^<>]*>", "", m.group()))]
     spans += [m.span() for m in _BASE64.finditer(text) if _base64_like(m.group())]
     return _blank_all(text, spans) if spans else text
 
@@ -110,20 +127,33 @@ def quotes_code(text: str) -> bool:
 
 
 def code_spans(text: str, quoted: bool) -> list[tuple[int, int, str]]:
-    """``(start, end, content)`` of the code spans of ``text`` (backticks; straight quotes when ``quoted``)."""
+    """``(start, end, content)`` of the code spans of ``text`` (backticks; straight quotes when ``quoted``), outside
+    reST literal blocks and session lines (their quotes are string literals); a fenced block's spans count, as before
+    (Markdown's inline backticks in fences are mostly code)."""
     # a LaTeX quotation (``Thriller'') or a long phrase in backticks is not code
     out = [(m.start(), m.end(), m.group(1) or m.group(2)) for m in _BACKTICK.finditer(text)
            if "''" not in (m.group(1) or m.group(2)) and len((m.group(1) or m.group(2)).split()) <= 8]
+    in_block = bytearray(len(text) + 1)  # one pass: a span is dropped when it starts inside a block
+    for a, b in _blocks(text, fences=False):
+        in_block[a:b] = b"\x01" * (b - a)
+    out = [span for span in out if not in_block[span[0]]]
     if quoted:
         taken = [(a, b) for a, b, _ in out]
-        out += [(m.start(), m.end(), m.group(1)) for m in _DQUOTE.finditer(text)
-                if not any(a < m.end() and m.start() < b for a, b in taken)]
+        out += [(m.start(), m.end(), m.group(1)) for m in _DQUOTE.finditer(text) if not in_block[m.start()]
+                and not any(a < m.end() and m.start() < b for a, b in taken)]
     return sorted(out)
 
 
 def mask_code(text: str, spans: list[tuple[int, int, str]]) -> str:
-    """``text`` with fenced code blocks and the given code spans blanked (for the name rules)."""
-    return _blank_all(text, [m.span() for m in _FENCE.finditer(text)] + [(a, b) for a, b, _ in spans])
+    """``text`` with code blocks (fenced, reST literal) and the given code spans blanked (for the name rules)."""
+    return _blank_all(text, _blocks(text) + [(a, b) for a, b, _ in spans])
+
+
+def _blocks(text: str, fences: bool = True) -> list[tuple[int, int]]:
+    """The spans of ``text``'s code blocks: fenced, reST literal blocks and interactive-session input lines (example
+    code: an argument list's ``GROUP SomeGroup QUIET``, a template's ``I2``, a literal's ``"two"`` are no names)."""
+    return [m.span() for m in _FENCE.finditer(text) if fences] + [m.span(2) for m in _LITERAL.finditer(text)] + [
+        m.span() for m in _PROMPT.finditer(text)]
 
 
 def _fold(ident: str) -> str:
@@ -189,7 +219,7 @@ def code_entities(texts: list[str]) -> tuple[dict[str, str], list[dict[str, list
     masked = [mask_code(t, s) for t, s in zip(texts, spans)]
     # code shapes in prose count only in a technical input (one with code spans or blocks): a novel's
     # "--Marley" is a dash and its "St.Paul" a typo
-    technical = any(spans) or any(_FENCE.search(t) for t in texts)
+    technical = any(spans) or any(_blocks(t) for t in texts)
     prose: list[list[tuple[str, int, str, int]]] = []
     for text in masked if technical else ():
         hits = [(m.group(), m.start(), "option", m.end()) for m in _LONG_FLAG.finditer(text)]

@@ -33,7 +33,7 @@ import numpy as np
 from ...graph.frontier_index import STRUCTURAL_TYPES
 
 __all__ = ["PASSAGE_GRAPH_WEIGHT", "DOCUMENT_GRAPH_WEIGHT", "default_graph_weight", "Pool", "graph_scores",
-           "joint_pool", "graph_pool", "shortfall"]
+           "joint_pool", "graph_pool", "upstream_pool", "shortfall"]
 
 #: the weight of graph support (``sqrt(mass)``) against query relevance (0..1, the best chunk 1) in a corpus of
 #: one-chunk passages, where entity links are the only structure between texts and carry the multi-hop answers
@@ -113,6 +113,15 @@ def joint_pool(index, found, chunk_scores: np.ndarray, taken_rows: np.ndarray, h
     pool = _ranked_pool(index, found, *graph_scores(index, found, chunk_scores, weight), tail_rows, tail_ranks,
                         chunk_scores[tail_rows])
     return replace(pool, competed=True)
+
+
+def upstream_pool(found) -> Pool:
+    """The traversal's candidates in upstream's order: (distance, seed rank, support size desc, ref, discovery)."""
+    # codes follow sorted ref order, so the code stands in for the ref; discovery order is index order
+    order = np.lexsort((np.arange(len(found.codes)), found.codes, -found.support, found.seed_rank, found.distance))
+    empty = np.zeros(0, dtype=np.int64)
+    return Pool(order=order, score=None, relevance=None, graph=found.mass, n_graph=len(found.codes),
+                tail_rows=empty, tail_ranks=empty, gated=0)
 
 
 def _ranked_pool(index, found, score: np.ndarray, relevance: np.ndarray, keep: np.ndarray, tail_rows: np.ndarray,

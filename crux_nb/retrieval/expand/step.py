@@ -7,8 +7,8 @@ breadth-first search, a generation at a time over CSR arrays), at most 64 neighb
 * ``ranking="relevance"`` (the default): entity hops are counted (chunk → entity → chunk is one
   hop); every path carries its seed's weight ``1/(seed rank + 1)``, divided at each entity (or
   section, document) it passes by the number of chunks adjacent to that node -- HippoRAG's node
-  specificity, so a rare entity is a strong link and a hub is noise. A candidate's graph mass is the
-  sum over its paths. Candidates are scored in the units of the query's relevance from the ``retrieve``
+  specificity, so a rare entity is a strong link and a hub a weak one (``hub_share`` cuts hubs out
+  altogether). A candidate's graph mass is the sum over its paths. Candidates are scored in the units of the query's relevance from the ``retrieve``
   step of the same run (0..1, the best chunk 1; :mod:`.joint`): a chunk reached through an entity scores
   ``relevance + graph_weight x sqrt(mass)``, a structural neighbour (the chunk before or after a hit, a
   chunk of its section) its relevance alone, and one with no relevance is left out. With ``compete=True``
@@ -47,7 +47,7 @@ from ..trace import KnowledgeTrace
 from ..types import CHUNK_RANKING, CHUNK_RELEVANCE, QUERY_VECTOR, StepContext, StepInput, StepOutput
 from .entity_match import match_entities, nearest_entities
 from .records import Expansion, ExpansionReason
-from .joint import Pool, default_graph_weight, graph_pool, joint_pool, shortfall
+from .joint import Pool, default_graph_weight, graph_pool, joint_pool, shortfall, upstream_pool
 
 __all__ = ["ExpandRelationsStep", "expand_relations", "Expansion", "ExpansionReason", "FAN_OUT", "MAX_CANDIDATES",
            "RRF_K", "RANKINGS", "RELEVANCE_KEY", "DAMPING", "MIN_SHARE"]
@@ -82,6 +82,7 @@ class ExpandRelationsStep(Step):
     damping: float | None = None  # None: DAMPING under the relevance ranking
     compete: bool | None = None  # None: True under the relevance ranking (graph candidates vs retrieve's next)
     graph_weight: float | None = None  # None: by the corpus' shape (default_graph_weight)
+    hub_share: float | None = None  # None: every entity routes (specificity alone damps hubs)
     id: str = "expand-relations"
     kind: str = "custom"
     phase: tuple[str, str] = ("hits", "hits")
@@ -89,7 +90,7 @@ class ExpandRelationsStep(Step):
     #: parameters shown by repr and to_dict() only when changed
     DEFAULTS = {"ranking": "relevance", "entity_hops": None, "fan_out": FAN_OUT, "max_candidates": MAX_CANDIDATES,
                 "dense_entities": 0, "min_share": None, "damping": None, "compete": None, "graph_weight": None,
-                "id": "expand-relations"}
+                "hub_share": None, "id": "expand-relations"}
 
     def __post_init__(self) -> None:
         owner = "expand_relations()"
@@ -118,7 +119,7 @@ class ExpandRelationsStep(Step):
         object.__setattr__(self, "fan_out", check_int(owner, "fan_out", self.fan_out, minimum=1))
         object.__setattr__(self, "max_candidates", check_int(owner, "max_candidates", self.max_candidates, minimum=1))
         object.__setattr__(self, "dense_entities", check_int(owner, "dense_entities", self.dense_entities, minimum=0))
-        for name in ("min_share", "damping"):  # the relevance ranking's; upstream reads every node, undamped
+        for name in ("min_share", "damping", "hub_share"):  # the relevance ranking's; upstream: every node, undamped
             value = getattr(self, name)
             if value is not None:
                 if self.ranking != "relevance":
@@ -154,6 +155,11 @@ class ExpandRelationsStep(Step):
         if self.ranking != "relevance":
             return None
         return (MIN_SHARE if self.min_share is None else self.min_share) or None
+
+    @property
+    def hubs(self) -> float | None:
+        """The relevance ranking's hub cut in force (None: every entity routes; always None under upstream)."""
+        return self.hub_share if self.ranking == "relevance" else None
 
     @property
     def hop_damping(self) -> float:
@@ -196,7 +202,8 @@ class ExpandRelationsStep(Step):
         index = binding.reader.traversal_index
         seed_codes = [index.code.get(encode_ref(s)) for s in seeds]
         view = index.view(None if self.types is None else frozenset(self.types),
-                          None if self.direction == "both" else (0 if self.direction == "out" else 1), self.fan_out)
+                          None if self.direction == "both" else (0 if self.direction == "out" else 1), self.fan_out,
+                          self.hubs)
         relevance = self.ranking == "relevance"
         weights = 1.0 / (np.arange(len(seeds)) + 1.0) if relevance else None
         found = traverse(index, view, seed_codes, depth=self.depth,
@@ -207,7 +214,7 @@ class ExpandRelationsStep(Step):
         # the hits' own codes: the first seeds when the hits seed, else looked up here (the tail must skip them)
         hit_codes = seed_codes[:len(evidence)] if "hits" in self.seeds else \
             [index.code.get(encode_ref(ChunkRef(h.source.id, h.chunk_id))) for h in evidence]
-        pool = self._rank(index, found, context, hit_codes, weight) if relevance else self._upstream_order(found)
+        pool = self._rank(index, found, context, hit_codes, weight) if relevance else upstream_pool(found)
         added, records, filled, skipped = self._hydrate(binding, index, view, found, pool, evidence)
         has_relevance = callable(context.extras.get(RELEVANCE_KEY)) if isinstance(context.extras, dict) else False
         short = shortfall(self.limit, len(added), skipped, pool, can_compete=relevance and has_relevance)
@@ -218,7 +225,7 @@ class ExpandRelationsStep(Step):
         return StepOutput(hits=hits + tuple(added), warnings=tuple(warnings), knowledge=trace,
                           details={"seeds": tuple(encode_ref(s) for s in seeds), "expansions": tuple(records),
                                    "filled": tuple(filled), "pruned": found.pruned, "skipped": skipped,
-                                   **({"graph_weight": weight} if relevance else {})})
+                                   **({"graph_weight": weight, "hubs": view.hubs} if relevance else {})})
 
     def _seeds(self, evidence: list[EvidenceHit], context: StepContext) -> list[KnowledgeRef]:
         seeds: list[KnowledgeRef] = []
@@ -233,14 +240,6 @@ class ExpandRelationsStep(Step):
                 if unit is not None:
                     seeds += nearest_entities(context.state, embedder, unit, self.dense_entities, exclude=named)
         return seeds
-
-    @staticmethod
-    def _upstream_order(found) -> Pool:
-        # codes follow sorted ref order, so the code stands in for the ref; discovery order is index order
-        order = np.lexsort((np.arange(len(found.codes)), found.codes, -found.support, found.seed_rank, found.distance))
-        empty = np.zeros(0, dtype=np.int64)
-        return Pool(order=order, score=None, relevance=None, graph=found.mass, n_graph=len(found.codes),
-                    tail_rows=empty, tail_ranks=empty, gated=0)
 
     def _rank(self, index, found, context: StepContext, hit_codes: list[int | None], weight: float) -> Pool:
         chunk_scores = context.extras.get(RELEVANCE_KEY) if isinstance(context.extras, dict) else None
@@ -328,7 +327,7 @@ def expand_relations(*, types: list[str] | None = None, direction: Literal["out"
                      entity_hops: Literal["free", "counted"] | None = None, fan_out: int = FAN_OUT,
                      max_candidates: int = MAX_CANDIDATES, dense_entities: int = 0, min_share: float | None = None,
                      damping: float | None = None, compete: bool | None = None, graph_weight: float | None = None,
-                     id: str = "expand-relations") -> ExpandRelationsStep:
+                     hub_share: float | None = None, id: str = "expand-relations") -> ExpandRelationsStep:
     """Expand evidence hits through the graph (additive: incoming hits are kept in order, unchanged).
 
     Parameters
@@ -368,6 +367,13 @@ def expand_relations(*, types: list[str] | None = None, direction: Literal["out"
         The relevance ranking's share of mass a path keeps for each hop past the first (None, the
         default: ``DAMPING`` = 0.01, so a hit two hops out ranks above a one-hop hit only with a
         hundred times its mass; 1 weighs every hop alike). Depth 1 is not affected.
+    hub_share
+        The relevance ranking's hub cut: an entity adjacent to more than this share of the chunks (in a
+        knowledge base of 50 chunks or more) passes no path (``HUB_SHARE`` = 0.2 cuts the hubs
+        ``kb.graph_report()`` flags). None, the default, keeps every entity: specificity already divides
+        a hub's mass by its chunks, and measured, the cut at 0.2 changed nothing on the technical docs
+        and the Carol but cost the sample corpus a question (its hubs are its topics; bench/HISTORY.md).
+        How many entities were cut is in the step's details (``"hubs"``).
     min_share
         The relevance ranking's read floor: past the first hop, a node is read only if it passes each
         neighbour at least this share of its seed's weight (None, the default: ``MIN_SHARE`` = 1/16, so
@@ -391,4 +397,4 @@ def expand_relations(*, types: list[str] | None = None, direction: Literal["out"
     return ExpandRelationsStep(types=types, direction=direction, depth=depth, limit=limit, seeds=seeds,
                                ranking=ranking, entity_hops=entity_hops, fan_out=fan_out,
                                max_candidates=max_candidates, dense_entities=dense_entities, min_share=min_share,
-                               damping=damping, compete=compete, graph_weight=graph_weight, id=id)
+                               damping=damping, compete=compete, graph_weight=graph_weight, hub_share=hub_share, id=id)
