@@ -27,7 +27,7 @@ import pandas as pd
 
 from .errors import InputError
 
-__all__ = ["SCHEMAS", "Metadata", "empty_frame", "coerce", "require_columns", "frozen_metadata", "check_unicode",
+__all__ = ["SCHEMAS", "ENTITY_TYPES", "Metadata", "empty_frame", "coerce", "require_columns", "frozen_metadata", "check_unicode",
            "has_surrogate"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -75,6 +75,9 @@ CHUNKS = {
     "n_chars": "int",
     "metadata": "object",
 }
+#: The entity types of the graph: a model's other types become ``other`` (its own word kept in ``raw_type``).
+ENTITY_TYPES = ("person", "organization", "place", "product", "event", "law", "group", "work", "concept", "code",
+                "option", "other")
 ENTITIES = {
     "entity_id": "str",
     "ref": "str",
