@@ -63,8 +63,11 @@ def with_format(payload: dict[str, Any], form: str, schema: dict[str, Any] | Non
     return out
 
 
-_GRAMMAR_DROP = frozenset({"maxLength", "minLength", "additionalProperties", "minimum", "maximum"})
+_GRAMMAR_DROP = frozenset({"minLength", "additionalProperties", "minimum", "maximum"})
 _GRAMMAR_MAX_ITEMS = 16
+#: Longest bounded string in a grammar: 160 nested rules build fast (an extraction call with its relation
+#: descriptions bounded at 100: 6 s, 97 tokens, where unbounded ones ran to max_tokens), 2,000 kill the server.
+_GRAMMAR_MAX_LENGTH = 160
 
 
 def grammar_safe(schema: Any) -> Any:
@@ -74,9 +77,13 @@ def grammar_safe(schema: Any) -> Any:
     server process dies on the result; long ``maxItems`` do the same, and
     ``additionalProperties: false`` or number bounds make sampling 10x slower (measured:
     25 s instead of 1.6 s for 31 tokens). :func:`~crux_nb.models.validate_output` checks
-    all of these anyway, so they are dropped here; ``maxItems`` above 16 becomes 16 (an unbounded
-    array lets a small model repeat items until ``max_tokens`` cuts the JSON); ``enum``,
-    ``required`` and ``minItems`` stay.
+    all of these anyway, so they are dropped here; ``maxItems`` above 16 becomes 16 and ``maxLength``
+    above 160 becomes 160 (an unbounded list or string lets a small model repeat itself until
+    ``max_tokens`` cuts the JSON; a grammar-bound answer is shorter than the schema allows, never
+    invalid); ``enum``, ``required`` and ``minItems`` stay.
+
+    >>> grammar_safe({"type": "string", "maxLength": 2000, "minLength": 1})
+    {'type': 'string', 'maxLength': 160}
     """
     if isinstance(schema, dict):
         out = {}
@@ -85,6 +92,8 @@ def grammar_safe(schema: Any) -> Any:
                 continue
             if key == "maxItems" and isinstance(value, int):
                 value = min(value, _GRAMMAR_MAX_ITEMS)
+            if key == "maxLength" and isinstance(value, int):
+                value = min(value, _GRAMMAR_MAX_LENGTH)
             out[key] = grammar_safe(value)
         return out
     if isinstance(schema, list):

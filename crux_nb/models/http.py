@@ -56,8 +56,8 @@ class Limiter:
     """How many calls may be in flight: ``limit``, lowered when calls time out while others run (queueing).
 
     >>> lim = Limiter(4)
-    >>> lim.shrink(seen=3), lim.limit, lim.shrink(seen=1), lim.limit
-    (True, 1, False, 1)
+    >>> lim.shrink(seen=3), lim.limit, lim.shrink(seen=2), lim.shrink(seen=1), lim.limit
+    (True, 1, True, False, 1)
     """
 
     def __init__(self, limit: int):
@@ -70,9 +70,10 @@ class Limiter:
             self.limit = max(1, min(self.limit, limit))
 
     def shrink(self, *, seen: int) -> bool:
-        """A call timed out while ``seen`` calls were in flight: the server queues, serve half as many."""
+        """A call timed out while ``seen`` calls were in flight: the server queues, so serve half as many;
+        True when it had company (it waited on the server's queue: worth a retry that is not an attempt)."""
         with self._cond:
-            if seen <= 1 or self.limit <= 1:
+            if seen <= 1:
                 return False
             self.limit = max(1, min(self.limit, seen // 2))
             return True

@@ -157,3 +157,50 @@ def test_connection_errors_name_the_url():
     with pytest.raises(ModelError) as info:
         ChatModel(base_url=f"http://127.0.0.1:{port}/v1", model="m", max_retries=0).rate("q", REPORTS)
     assert f"127.0.0.1:{port}/v1/chat/completions" in info.value.hint
+
+
+def test_calls_queued_on_a_one_slot_server_are_not_failed_as_timeouts():
+    """A server that generates one answer at a time (0.5 s each) and a 1.2 s timeout: the third of three calls
+    made at once times out while queued; the client lowers its limit and retries it, not counted as an attempt."""
+    import time
+
+    gate = threading.Lock()
+    server = Server({})
+    handler = server.http.RequestHandlerClass
+    try:
+        model = ChatModel(base_url=server.url, model="m", max_retries=0, timeout=1.2, max_concurrency=3)
+        handler_post_replies = [ok(RATE) for _ in range(12)]  # every POST answers the rating
+
+        def answer(self):
+            with gate:
+                time.sleep(0.5)
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                server.posts.append(("/v1/chat/completions", body))
+                status, reply = handler_post_replies.pop(0)
+                data = json.dumps(reply).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        handler.do_POST = answer
+        results, errors = [], []
+
+        def call():
+            try:
+                results.append(model.rate("q", REPORTS))
+            except ModelError as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=call) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == [] and results == [RATE] * 3
+        assert model._state["endpoint"].limiter.limit == 1  # learned: one call at a time
+    finally:
+        server.close()
