@@ -82,10 +82,20 @@ def grammar_safe(schema: Any) -> Any:
     ``max_tokens`` cuts the JSON; a grammar-bound answer is shorter than the schema allows, never
     invalid); ``enum``, ``required`` and ``minItems`` stay.
 
+    An integer between bounds becomes an ``enum`` of eleven steps (a rating or score of 0..100: 0, 10, ... 100).
+
     >>> grammar_safe({"type": "string", "maxLength": 2000, "minLength": 1})
     {'type': 'string', 'maxLength': 160}
+    >>> grammar_safe({"type": "integer", "minimum": 0, "maximum": 100})["enum"][:3]
+    [0, 10, 20]
     """
     if isinstance(schema, dict):
+        if schema.get("type") == "integer" and isinstance(schema.get("minimum"), int) \
+                and isinstance(schema.get("maximum"), int):
+            # bounds make sampling slow, and without them a small model rates 150: steps of a tenth instead
+            low, high = schema["minimum"], schema["maximum"]
+            step = max(1, (high - low) // 10)
+            return {"type": "integer", "enum": sorted({*range(low, high + 1, step), high})}
         out = {}
         for key, value in schema.items():
             if key in _GRAMMAR_DROP:
