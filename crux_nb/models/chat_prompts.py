@@ -224,7 +224,7 @@ def _obj(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
 #: finding with its evidence; a map finding), and a report's title and summary: the answer's lists are
 #: bounded so that the whole answer fits ``max_tokens`` (an unbounded list lets a small model repeat items
 #: until the limit cuts its JSON).
-ITEM_TOKENS = {"extract": 70, "write_report": 80, "map_findings": 60}
+ITEM_TOKENS = {"extract": 100, "write_report": 80, "map_findings": 60}
 HEAD_TOKENS = {"write_report": 150}
 
 
@@ -232,7 +232,7 @@ def output_items(task: str, max_tokens: int | None) -> int | None:
     """The most items each list of the answer may hold under ``max_tokens`` (None: no limit set).
 
     >>> output_items("extract", 400), output_items("write_report", 400), output_items("rate", 400)
-    (5, 3, None)
+    (4, 3, None)
     """
     if max_tokens is None or task not in ITEM_TOKENS:
         return None
