@@ -162,10 +162,13 @@ class ValidationExhaustedError(ModelError):
 
     default_code = "validation_exhausted"
 
-    def __init__(self, prompt_id: str, issues: list[dict[str, Any]] | tuple = (), *, attempts: int = 1, max_attempts: int = 1):
+    def __init__(self, prompt_id: str, issues: list[dict[str, Any]] | tuple = (), *, attempts: int = 1,
+                 max_attempts: int = 1, hint: str | None = None):
+        calls = f"{attempts} call" + ("s (the call and its one repair)" if attempts == 2 else "s" if attempts > 1 else "")
+        shown = ", ".join(f"{i.get('path') or '(root)'}: {i.get('code')}" for i in list(issues)[:3] if isinstance(i, dict))
         super().__init__(
-            f'Validation failed after {attempts}/{max_attempts} attempts for prompt "{prompt_id}".',
-            hint="the model's output did not match the task schema twice; try a stronger model or inspect the call log.",
+            f'Validation failed after {calls} for prompt "{prompt_id}"' + (f" ({shown})." if shown else "."),
+            hint=hint or "the model's output did not match the task schema; inspect the call log (exc.issues).",
         )
         self.prompt_id = prompt_id
         self.issues = tuple(issues)

@@ -27,7 +27,7 @@ import pandas as pd
 
 from .errors import InputError
 
-__all__ = ["SCHEMAS", "Metadata", "empty_frame", "coerce", "require_columns", "frozen_metadata", "check_unicode",
+__all__ = ["SCHEMAS", "ENTITY_TYPES", "OPTIONAL_COLUMNS", "Metadata", "empty_frame", "coerce", "require_columns", "frozen_metadata", "check_unicode",
            "has_surrogate"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -75,6 +75,9 @@ CHUNKS = {
     "n_chars": "int",
     "metadata": "object",
 }
+#: The entity types of the graph: a model's other types become ``other`` (its own word kept in ``raw_type``).
+ENTITY_TYPES = ("person", "organization", "place", "product", "event", "law", "group", "work", "concept", "code",
+                "option", "other")
 ENTITIES = {
     "entity_id": "str",
     "ref": "str",
@@ -82,7 +85,11 @@ ENTITIES = {
     "type": "str",
     "aliases": "object",
     "description": "str",
+    "raw_type": "str",  # the model's own type word when it is not one of ENTITY_TYPES (then type is "other")
 }
+#: Columns a frame may lack (frames built by callers, knowledge bases saved before the column existed):
+#: :func:`coerce` fills them with missing values.
+OPTIONAL_COLUMNS = {"entities": ("raw_type",)}
 EDGES = {
     "edge_id": "str",
     "type": "str",
@@ -269,6 +276,9 @@ def _has_column(frame: pd.DataFrame, column: Any) -> bool:
 def coerce(frame: pd.DataFrame, table: str) -> pd.DataFrame:
     """Return a new frame with exactly ``table``'s columns, order and dtypes."""
     schema = SCHEMAS[table]
+    absent = [c for c in OPTIONAL_COLUMNS.get(table, ()) if c not in frame.columns]
+    if absent:
+        frame = frame.assign(**{c: None for c in absent})  # a new frame: the caller's is never changed
     require_columns(frame, list(schema), what=f"the {table} frame")
     out = {}
     for column, kind in schema.items():

@@ -17,6 +17,8 @@ from .cluster import LEAF_BUDGET, MAX_CHILDREN
 ALGORITHM = "hierarchical-leiden-v5"
 PARENT_BUDGET = 96_000
 CHILD_CONTRIBUTION = 2_000
+#: The least leaf budget: a chunk of the default size (1,200 characters) with its entities fits one leaf.
+MIN_LEAF_BUDGET = 2_000
 MODEL_METHODS = MODEL_TASKS  # the one task list (crux_nb.validation)
 INCREMENTAL_ENGINE = "leidenalg"
 INCREMENTAL_ENGINES = ("leidenalg", "igraph")
@@ -58,12 +60,20 @@ class CommunitiesConfig:
         object.__setattr__(self, "resolution", resolution)
 
     @property
+    def leaf_budget(self) -> int:
+        """Report input characters per leaf: the model's budget for ``write_report`` (a chat model's follows
+        its context window), else :data:`LEAF_BUDGET`; never below one chunk (:data:`MIN_LEAF_BUDGET`)."""
+        from ..models.budget import input_budget
+
+        return max(MIN_LEAF_BUDGET, min(LEAF_BUDGET, input_budget(self.model, "write_report", LEAF_BUDGET)))
+
+    @property
     def strategy_fingerprint(self) -> str:
         """Changes whenever reports could change: model, algorithm, resolution, seed, budgets (not the id)."""
         return stable_hash({"version": 1, "algorithm": ALGORITHM,
                             "model": {"name": self.model.name, "fingerprint": self.model.fingerprint},
                             "resolution": self.resolution, "seed": self.seed, "max_children": self.max_children,
-                            "budgets": {"leaf": LEAF_BUDGET, "parent": PARENT_BUDGET,
+                            "budgets": {"leaf": self.leaf_budget, "parent": PARENT_BUDGET,
                                         "child_contribution": CHILD_CONTRIBUTION}})
 
     def __repr__(self) -> str:

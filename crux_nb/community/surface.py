@@ -239,7 +239,7 @@ class CommunitySurface:
         if incremental and previous is not None and previous["strategy_fingerprint"] == strategy:
             tree = read_communities(state, self.scope)  # start from it: unchanged communities keep their ids
         comms = cluster(build_graph(state, sources), resolution=self.config.resolution, seed=self.config.seed,
-                        max_children=self.config.max_children, previous=tree,
+                        budget=self.config.leaf_budget, max_children=self.config.max_children, previous=tree,
                         engine=self.config.incremental_engine)
         chunk_text = dict(zip(state.chunks["ref"], state.chunks["content"]))
         entities = {r: (n, d) for r, n, d in zip(state.entities["ref"], state.entities["canonical_name"],

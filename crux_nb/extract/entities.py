@@ -45,16 +45,21 @@ class ExtractionResult:
                 f"mentions={self.mentions}, related={self.related})")
 
 
-def _batches(refs: list[str], texts: list[str], budget: int) -> list[list[dict[str, str]]]:
+def _batches(refs: list[str], texts: list[str], budget: int, shown: int | None = None) -> list[list[dict[str, str]]]:
+    """Chunks packed in order under ``budget`` characters; ``shown``: a model that shows each chunk's first
+    ``shown`` characters (and a label) is measured by what it shows."""
+    from ..models.budget import ITEM_CHARS
+
     batches: list[list[dict[str, str]]] = []
     current: list[dict[str, str]] = []
     size = 0
     for ref, text in zip(refs, texts):
-        if current and size + len(text) > budget:
+        chars = len(text) if shown is None else min(len(text), shown) + ITEM_CHARS
+        if current and size + chars > budget:
             batches.append(current)
             current, size = [], 0
         current.append({"id": ref, "text": text})
-        size += len(text)
+        size += chars
     if current:
         batches.append(current)
     return batches
@@ -72,7 +77,7 @@ def _progress(total: int, enabled: bool | None):
     show = total >= PROGRESS_THRESHOLD if enabled is None else enabled
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc="extracting entities", unit="call", disable=not show)
+    return tqdm(total=total, desc="extracting entities", unit="call", disable=not show)  # counts and time left
 
 
 def extract_entities(kb: Any, model: Any = None, *, batch_chars: int | None = None,
@@ -83,16 +88,18 @@ def extract_entities(kb: Any, model: Any = None, *, batch_chars: int | None = No
     ``executor`` may be a ``concurrent.futures`` executor (or a Dask client) to run the calls concurrently.
     ``batch_chars`` (chunk text per call) defaults to the model's ``extract_batch_chars`` when it declares
     one (the offline model reads a whole source at once: its rules use the source's word statistics), else
-    ``DEFAULT_BATCH_CHARS``.
+    the model's input budget for ``extract`` (a chat model's follows its context window, see
+    :mod:`crux_nb.models.budget`), else ``DEFAULT_BATCH_CHARS``.
     """
     from ..models import CallLog, OfflineModel, check_model
+    from ..models.budget import input_budget
     from ..models.remote import run_calls
     from ..validation import check_int
 
     model = OfflineModel() if model is None else model
     check_model(model)
     if batch_chars is None:
-        batch_chars = getattr(model, "extract_batch_chars", None) or DEFAULT_BATCH_CHARS
+        batch_chars = getattr(model, "extract_batch_chars", None) or input_budget(model, "extract", DEFAULT_BATCH_CHARS)
     batch_chars = check_int("extract_entities()", "batch_chars", batch_chars, minimum=1)
     state = kb.state
     fingerprint = model.fingerprint
@@ -120,7 +127,8 @@ def extract_entities(kb: Any, model: Any = None, *, batch_chars: int | None = No
     jobs = []
     for source_id in due:
         part = grouped.get_group(source_id)
-        for i, batch in enumerate(_batches(part["ref"].tolist(), part["content"].tolist(), batch_chars)):
+        shown = getattr(model, "evidence_chars", None)
+        for i, batch in enumerate(_batches(part["ref"].tolist(), part["content"].tolist(), batch_chars, shown)):
             jobs.append((source_id, f"extract:{source_id}:{i + 1}", batch))
     log = CallLog()
 

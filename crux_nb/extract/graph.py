@@ -18,7 +18,7 @@ from .._hashing import stable_hash, stable_id
 from ..refs import EntityRef, encode_ref
 from ..models.offline_code import CODE_TYPES
 from ..models.offline_names import fold_names
-from ..schema import coerce, empty_frame
+from ..schema import ENTITY_TYPES, coerce, empty_frame
 
 STAGE = "entities"
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -62,7 +62,20 @@ class _Entity:
         self.names: Counter[str] = Counter()
         self.aliases: set[str] = set()
         self.types: Counter[str] = Counter()
+        self.raw_types: Counter[str] = Counter()
         self.descriptions: list[str] = []
+
+
+def entity_type(raw: Any) -> tuple[str | None, str | None]:
+    """``(type, raw_type)``: a model's type word as one of the schema's types, else ``other`` with the word kept.
+
+    >>> entity_type("person"), entity_type("coroutines.CancellationPolicy"), entity_type(None)
+    (('person', None), ('other', 'coroutines.CancellationPolicy'), (None, None))
+    """
+    if not isinstance(raw, str) or not raw.strip():
+        return None, None
+    word = raw.strip()
+    return (word, None) if word in ENTITY_TYPES else ("other", word)
 
 
 def _group_ids(outputs: list[tuple[str, dict[str, Any]]]) -> dict[str, str]:
@@ -132,8 +145,11 @@ def build_entity_frames(outputs: list[tuple[str, dict[str, Any]]], chunk_sources
             record = entities[eid]
             record.names[ent["name"]] += 1
             record.aliases.update(a for a in ent.get("aliases", []) if a)
-            if ent.get("type"):
-                record.types[ent["type"]] += 1
+            normal, raw = entity_type(kind)
+            if normal:
+                record.types[normal] += 1
+            if raw:
+                record.raw_types[raw] += 1
             if ent.get("description"):
                 record.descriptions.append(ent["description"])
             for label in (ent["name"], *ent.get("aliases", [])):
@@ -166,9 +182,10 @@ def _entity_frame(entities: dict[str, _Entity]) -> pd.DataFrame:
         canonical = sorted(rec.names.items(), key=lambda kv: (-kv[1], -len(kv[0]), kv[0]))[0][0]
         aliases = sorted((rec.aliases | set(rec.names)) - {canonical})
         kind = sorted(rec.types.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] if rec.types else None
+        raw = sorted(rec.raw_types.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] if kind == "other" and rec.raw_types else None
         rows.append({"entity_id": eid, "ref": encode_ref(EntityRef(eid)), "canonical_name": canonical,
                      "type": kind, "aliases": tuple(aliases),
-                     "description": rec.descriptions[0] if rec.descriptions else None})
+                     "description": rec.descriptions[0] if rec.descriptions else None, "raw_type": raw})
     return coerce(pd.DataFrame(rows), "entities") if rows else empty_frame("entities")
 
 

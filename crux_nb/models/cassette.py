@@ -18,7 +18,10 @@ depends only on what was recorded, never on call order or timing. A line holds
 ``output`` or ``error`` (only :class:`~crux_nb.errors.ValidationExhaustedError`
 is recorded, as ``{"code", "prompt_id", "issues"}``, so a repair flow replays
 too), plus ``usage`` (tokens reported while recording; replayed to the call log).
-Nothing else is stored: no inputs, no prompts, no keys, no timings.
+Nothing else is stored: no inputs, no prompts, no keys, no timings. A recorded model's budgets (the
+characters one call of a task may carry, :meth:`CassetteModel.input_budget`, and the characters of a chunk
+a prompt shows) are kept as lines too (``budget`` instead of ``output``), so a replay packs its calls
+exactly as the recorded run did, without asking the server.
 
 Modes: ``"replay"`` (a miss raises :class:`~crux_nb.models.CassetteMissError`,
 code ``cassette_miss``), ``"record"`` (always calls the inner model and
@@ -193,6 +196,33 @@ class CassetteModel:
         (True, 'c1')
         """
         return self._call("rate", (query, reports), repair)
+
+    # ------------------------------------------------------------------ budgets
+    def input_budget(self, task: str) -> int | None:
+        """The recorded model's budget for ``task`` (None when it declares none): asked and recorded while
+        recording, read back on replay."""
+        from .budget import input_budget
+
+        return self._budget(f"input:{task}", lambda: input_budget(self._inner, task, None))
+
+    @property
+    def evidence_chars(self) -> int | None:
+        """Characters of each chunk the recorded model's prompts show (None: the whole chunk)."""
+        return self._budget("evidence", lambda: getattr(self._inner, "evidence_chars", None))
+
+    def _budget(self, name: str, ask: Any) -> int | None:
+        key = "budget:" + stable_hash({"budget": name, "fingerprint": self.fingerprint}, length=24)
+        with self._lock:
+            record = self._records.get(key)
+        if self._inner is None or self._mode == "auto" and record is not None:
+            return None if record is None else record["budget"]
+        value = ask()
+        if value is not None and (record is None or record["budget"] != value):
+            with self._lock:
+                self._records[key] = {"key": key, "task": f"budget:{name}", "model": self.name,
+                                      "fingerprint": self.fingerprint, "budget": value}
+                self._write()
+        return value
 
     def key(self, task: str, args: tuple, repair: list[dict[str, str]] | None = None) -> str:
         """The recording key of one call (see module docs): the same task, input and model give the same key.

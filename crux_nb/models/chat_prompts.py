@@ -16,9 +16,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..schema import ENTITY_TYPES
+from .budget import ITEM_CHARS
 from .validation import REPORT_LIMITS, issued_ids_for, repair_lines
 
-__all__ = ["SYSTEM", "REPAIR_SYSTEM", "build_messages", "build_prompt", "build_schema", "EVIDENCE_CHARS"]
+__all__ = ["SYSTEM", "REPAIR_SYSTEM", "build_messages", "build_prompt", "build_schema", "EVIDENCE_CHARS",
+           "ITEM_CHARS", "number_chunks", "fit_community"]
 
 #: Characters of each chunk shown in extraction and report prompts (as upstream).
 EVIDENCE_CHARS = 1200
@@ -50,15 +53,78 @@ def _ids(values: frozenset[str] | set[str] | list[str]) -> dict[str, Any]:
 
 
 def _extract_prompt(chunks: list[dict[str, Any]]) -> str:
+    # chunks are numbered, never shown by id: a small model copies "c0001" into its entity names
     lines = [
-        "Extract canonical entity names mentioned in each chunk and concise relationships between entities.",
-        "Use chunk ids exactly as shown.",
+        "Extract canonical entity names mentioned in each text and concise relationships between entities.",
+        "The texts are numbered [1], [2], ...; the numbers are not names: cite a text by its number in chunk_id.",
+        f"Entity types: {', '.join(ENTITY_TYPES)}.",
         'Answer with JSON: {"entities": [{"name", "type", "aliases"}], "mentions": [{"chunk_id", "name"}], '
         '"related": [{"from", "to", "description", "chunk_ids"}]}.',
         "",
     ]
-    lines += [f"[{ch['id']}] {str(ch.get('text') or '')[:EVIDENCE_CHARS]}" for ch in chunks]
+    lines += [f"[{n}] {str(ch.get('text') or '')[:EVIDENCE_CHARS]}" for n, ch in enumerate(chunks, 1)]
     return "\n".join(lines)
+
+
+def number_chunks(output: Any, chunks: list[dict[str, Any]]) -> Any:
+    """A chat model's extraction output with chunk numbers (1, 2, ...) replaced by the chunks' ids.
+
+    A number that names no chunk becomes ``"#<n>"``, which validation reports as an unknown chunk id.
+
+    >>> number_chunks({"entities": [], "mentions": [{"chunk_id": 2, "name": "Ada"}],
+    ...                "related": [{"from": "Ada", "to": "Bo", "chunk_ids": [1, 9]}]},
+    ...               [{"id": "chunk:a:c0"}, {"id": "chunk:a:c1"}])["related"][0]["chunk_ids"]
+    ['chunk:a:c0', '#9']
+    """
+    if not isinstance(output, dict):
+        return output
+
+    def ref(value: Any) -> Any:
+        number = value if isinstance(value, int) else int(value) if isinstance(value, str) and value.isdigit() else None
+        if number is None:
+            return value
+        return chunks[number - 1]["id"] if 1 <= number <= len(chunks) else f"#{number}"
+
+    out = dict(output)
+    if isinstance(out.get("mentions"), list):
+        out["mentions"] = [{**m, "chunk_id": ref(m.get("chunk_id"))} if isinstance(m, dict) else m
+                           for m in out["mentions"]]
+    if isinstance(out.get("related"), list):
+        out["related"] = [{**r, "chunk_ids": [ref(c) for c in r["chunk_ids"]]}
+                          if isinstance(r, dict) and isinstance(r.get("chunk_ids"), list) else r
+                          for r in out["related"]]
+    return out
+
+
+def fit_community(community: dict[str, Any], budget: int) -> dict[str, Any]:
+    """``community`` cut to ``budget`` characters of report input: evidence chunks (as shown, at most
+    :data:`EVIDENCE_CHARS` each) or child findings are kept in order while they fit, at least one.
+
+    >>> leaf = {"community_id": "c1", "entities": [], "children": [],
+    ...         "chunks": [{"ref": f"r{i}", "text": "x" * 1000} for i in range(5)]}
+    >>> len(fit_community(leaf, 2500)["chunks"])
+    2
+    """
+    used = sum(len(str(e.get("name", ""))) + len(str(e.get("description") or "")) + ITEM_CHARS
+               for e in community.get("entities") or ())
+    kept = []
+    for chunk in community.get("chunks") or ():
+        size = min(len(str(chunk.get("text") or "")), EVIDENCE_CHARS) + len(str(chunk.get("ref", ""))) + ITEM_CHARS
+        if kept and used + size > budget:
+            break
+        kept.append(chunk)
+        used += size
+    children = []
+    for child in community.get("children") or ():
+        findings = []
+        for f in child.get("findings") or ():
+            size = len(str(f.get("statement", ""))) + sum(len(str(r)) + 2 for r in f.get("evidence") or ()) + ITEM_CHARS
+            if (children or findings) and used + size > budget:
+                break
+            findings.append(f)
+            used += size
+        children.append({**child, "findings": findings})
+    return {**community, "chunks": kept, "children": children}
 
 
 def _report_prompt(community: dict[str, Any]) -> str:
@@ -154,13 +220,47 @@ def _obj(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
 
 
-def build_schema(task: str, args: tuple) -> dict[str, Any]:
-    """The JSON schema of the task output, with issued ids as enums."""
+#: Tokens one output item takes at most in practice (an entity, a mention and a relation together; a
+#: finding with its evidence; a map finding), and a report's title and summary: the answer's lists are
+#: bounded so that the whole answer fits ``max_tokens`` (an unbounded list lets a small model repeat items
+#: until the limit cuts its JSON).
+ITEM_TOKENS = {"extract": 100, "write_report": 80, "map_findings": 60}
+HEAD_TOKENS = {"write_report": 150}
+
+
+def output_items(task: str, max_tokens: int | None) -> int | None:
+    """The most items each list of the answer may hold under ``max_tokens`` (None: no limit set).
+
+    >>> output_items("extract", 400), output_items("write_report", 400), output_items("rate", 400)
+    (4, 3, None)
+    """
+    if max_tokens is None or task not in ITEM_TOKENS:
+        return None
+    return max(1, (max_tokens - HEAD_TOKENS.get(task, 0)) // ITEM_TOKENS[task])
+
+
+def build_schema(task: str, args: tuple, *, max_items: int | None = None) -> dict[str, Any]:
+    """The JSON schema of the task output, with issued ids as enums; ``max_items`` bounds the answer's lists."""
+    schema = _schema(task, args)
+    return schema if max_items is None else _cap(schema, max_items)
+
+
+def _cap(schema: Any, limit: int) -> Any:
+    if isinstance(schema, dict):
+        out = {k: _cap(v, limit) for k, v in schema.items()}
+        if out.get("type") == "array" and "minItems" not in out:  # rate's one-per-report list keeps its length
+            out["maxItems"] = min(out.get("maxItems", limit), limit)
+        return out
+    return schema
+
+
+def _schema(task: str, args: tuple) -> dict[str, Any]:
     issued = issued_ids_for(task, args)
     text = {"type": "string", "minLength": 1}
     if task == "extract":
-        chunk_id = _ids(issued)
-        entity = _obj({"name": text, "type": {"type": "string"}, "aliases": {"type": "array", "items": text, "maxItems": 5}}, ["name"])
+        chunk_id = {"type": "integer", "enum": list(range(1, len(args[0]) + 1))}  # numbers, see _extract_prompt
+        kind = {"type": "string", "enum": list(ENTITY_TYPES)}
+        entity = _obj({"name": text, "type": kind, "aliases": {"type": "array", "items": text, "maxItems": 5}}, ["name", "type"])
         mention = _obj({"chunk_id": chunk_id, "name": text}, ["chunk_id", "name"])
         relation = _obj(
             {

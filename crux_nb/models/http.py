@@ -31,12 +31,64 @@ API_KEY_ENV_VARS = ("CRUX_API_KEY", "OPENAI_API_KEY")
 _RETRY_AFTER_CAP = 60.0
 _RETRY_STATUS = frozenset({408, 409, 429})  # plus every 5xx
 _KEYLIKE = re.compile(r"\b(sk|pk|key|token)[-_][A-Za-z0-9_\-]{6,}", re.I)
-_HINTS = {
-    "model_http_error": "check the base URL, the model name and the API key (CRUX_API_KEY / OPENAI_API_KEY).",
-    "model_timeout": "the server did not answer in time; raise timeout= or check that the server is up.",
-    "model_connection_error": "check that the server is running and reachable at base_url.",
-    "model_bad_response": "the endpoint is not OpenAI-compatible, or a proxy rewrote the response.",
-}
+_PROBE_TIMEOUT = 5.0  # discovery requests: a server that does not answer this fast does not say
+
+
+def _hint(code: str, status: int | None, url: str, timeout: float) -> str:
+    """What to change, by cause: the URL for connection errors, the timeout for timeouts, the key for 401/403."""
+    if code == "model_timeout":
+        return (f"{url} did not answer within timeout={timeout:g} s: raise timeout= (a long generation on a slow "
+                "server needs more), or check that the server is up.")
+    if code == "model_connection_error":
+        return f"nothing answered at {url}: check that the server is running there and that base_url is right."
+    if code == "model_bad_response":
+        return "the endpoint is not OpenAI-compatible, or a proxy rewrote the response."
+    if status in (401, 403):
+        return "check the API key (api_key=, CRUX_API_KEY or OPENAI_API_KEY) and its access to the model."
+    if status == 404:
+        return "check base_url (it usually ends in /v1) and the model name the server serves (GET /v1/models)."
+    if status is not None and status >= 500:
+        return "the server failed; its log says why (a crash, or it is out of memory)."
+    return "the server rejected the request: its message above says why."
+
+
+class Limiter:
+    """How many calls may be in flight: ``limit``, lowered when calls time out while others run (queueing).
+
+    >>> lim = Limiter(4)
+    >>> lim.shrink(seen=3), lim.limit, lim.shrink(seen=2), lim.shrink(seen=1), lim.limit
+    (True, 1, True, False, 1)
+    """
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.inflight = 0
+        self._cond = threading.Condition()
+
+    def set(self, limit: int) -> None:
+        with self._cond:
+            self.limit = max(1, min(self.limit, limit))
+
+    def shrink(self, *, seen: int) -> bool:
+        """A call timed out while ``seen`` calls were in flight: the server queues, so serve half as many;
+        True when it had company (it waited on the server's queue: worth a retry that is not an attempt)."""
+        with self._cond:
+            if seen <= 1:
+                return False
+            self.limit = max(1, min(self.limit, seen // 2))
+            return True
+
+    def __enter__(self) -> int:
+        with self._cond:
+            while self.inflight >= self.limit:
+                self._cond.wait()
+            self.inflight += 1
+            return self.inflight
+
+    def __exit__(self, *exc: Any) -> None:
+        with self._cond:
+            self.inflight -= 1
+            self._cond.notify_all()
 
 
 class Secret:
@@ -131,14 +183,36 @@ class JsonEndpoint:
         self.timeout = timeout
         self.max_retries = max_retries
         self.backoff = backoff
-        self.semaphore = threading.BoundedSemaphore(max_concurrency)
+        self.limiter = Limiter(max_concurrency)
 
     def __repr__(self) -> str:
         return f"JsonEndpoint(base_url={mask_url(self.base_url)!r}, label={self.label!r})"
 
-    def url(self, path: str) -> str:
+    def url(self, path: str, *, root: bool = False) -> str:
+        """``base_url + path``; ``root``: the server's root (``base_url`` without its ``/v1``) + path."""
         parts = urllib.parse.urlsplit(self.base_url)
-        return urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/") + path, parts.query, ""))
+        base = parts.path.rstrip("/")
+        if root:
+            base = re.sub(r"/v\d+$", "", base)
+        return urllib.parse.urlunsplit((parts.scheme, parts.netloc, base + path, parts.query, ""))
+
+    def get(self, path: str, *, root: bool = False, payload: dict[str, Any] | None = None,
+            want_error: bool = False) -> Any:
+        """One short request (GET, or POST with ``payload``) for what a server says about itself.
+
+        Returns the JSON body, or None when the server does not answer it (no retries, a short timeout);
+        with ``want_error`` an HTTP error's message instead of None.
+        """
+        data = None if payload is None else json.dumps(payload).encode("utf-8")
+        request = urllib.request.Request(self.url(path, root=root), data=data, headers=self.headers(),
+                                         method="GET" if data is None else "POST")
+        try:
+            with urllib.request.urlopen(request, timeout=min(self.timeout, _PROBE_TIMEOUT)) as response:
+                return json.loads(response.read().decode("utf-8"))
+        except urllib.error.HTTPError as exc:
+            return self.redact(error_detail(exc)) if want_error else None
+        except (OSError, ValueError, HTTPException):
+            return None
 
     def headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": "crux_nb"}
@@ -156,8 +230,9 @@ class JsonEndpoint:
         """A :class:`ModelError` for a failed ``POST path`` (masked URL, redacted detail, a hint per code)."""
         where = f"POST {mask_url(self.url(path))}"
         shown = f"HTTP {status}: " if status is not None else ""
+        hint = _hint(code, status, mask_url(self.url(path)), self.timeout)
         err = ModelError(self.redact(f"{self.label}: {where} failed after {attempts} attempt(s): {shown}{detail}."),
-                         code=code, hint=_HINTS.get(code))
+                         code=code, hint=hint)
         err.status = status  # type: ignore[attr-defined]
         err.attempts = attempts  # type: ignore[attr-defined]
         return err
@@ -168,10 +243,12 @@ class JsonEndpoint:
         data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
         attempts = self.max_retries + 1
         last: tuple[str, str, int | None] = ("model_connection_error", "no attempt made", None)
-        for attempt in range(1, attempts + 1):
+        attempt, seen = 0, [0]
+        while attempt < attempts:
+            attempt += 1
             retry_after = 0.0
             try:
-                return self._once(path, data, attempt)
+                return self._once(path, data, attempt, seen)
             except urllib.error.HTTPError as exc:
                 status = exc.code
                 detail = self.redact(error_detail(exc))  # redacted at once: tracebacks may show locals
@@ -184,21 +261,30 @@ class JsonEndpoint:
                 retry_after = _retry_after(exc.headers.get("Retry-After") if exc.headers else None)
             except TimeoutError:
                 last = ("model_timeout", f"no response within {self.timeout:g} s", None)
+                if self.limiter.shrink(seen=max(seen[0], self.limiter.inflight + 1)):
+                    attempt -= 1  # it waited behind other calls on the server: retried as one, not counted
+                    continue
             except urllib.error.URLError as exc:
                 if isinstance(exc.reason, TimeoutError):
                     last = ("model_timeout", f"no response within {self.timeout:g} s", None)
+                    if self.limiter.shrink(seen=max(seen[0], self.limiter.inflight + 1)):
+                        attempt -= 1
+                        continue
                 else:
                     last = ("model_connection_error", f"connection failed ({type(exc.reason).__name__})", None)
             except (ConnectionError, HTTPException, OSError) as exc:
                 last = ("model_connection_error", f"connection failed ({type(exc).__name__})", None)
+            seen[0] = 0
             if attempt < attempts:
                 time.sleep(max(self.backoff * (2 ** (attempt - 1)), min(retry_after, _RETRY_AFTER_CAP)))
         code, detail, status = last
         raise self.error(code, detail, attempts=attempts, status=status, path=path)
 
-    def _once(self, path: str, data: bytes, attempt: int) -> dict[str, Any]:
+    def _once(self, path: str, data: bytes, attempt: int, seen: list[int]) -> dict[str, Any]:
         request = urllib.request.Request(self.url(path), data=data, headers=self.headers(), method="POST")
-        with self.semaphore:
+        # the timeout starts once the call leaves this client's queue: a call waiting here is not running
+        with self.limiter as inflight:
+            seen[0] = max(inflight, self.limiter.inflight)
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 raw = response.read()
         try:

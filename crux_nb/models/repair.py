@@ -6,7 +6,7 @@
     one repair call with ``repair=issues`` ──valid──▶ return
          │ invalid again (or ValidationExhaustedError again)
          ▼
-    raise ValidationExhaustedError(prompt_id, issues, attempts=1, max_attempts=1)
+    raise ValidationExhaustedError(prompt_id, issues, attempts=2, max_attempts=2)
 
 Any other exception from the model propagates unchanged (after being logged).
 Each call is appended to ``log`` as a :class:`~crux_nb.models.CallRecord`.
@@ -73,6 +73,8 @@ def _attempt(
             return None, [{"path": str(i.get("path", "")), "code": str(i.get("code", "invalid"))} for i in issues]
         except BaseException as exc:
             code = exc.code if isinstance(exc, CruxError) else type(exc).__name__
+            if isinstance(exc, CruxError):
+                exc.add_note(f'(in the call "{prompt_id}")')  # the model knows its task, not the caller's call
             _log(log, task, prompt_id, model, input_chars, 0, meter, repaired, False, code)
             raise
     cleaned, issues = validate_output(task, output, issued_ids=issued)
@@ -155,10 +157,26 @@ def call_task(
         issued = frozenset(str(i) for i in issued_ids)
     input_chars = _size(list(args))
     common = dict(prompt_id=prompt_id, issued=issued, input_chars=input_chars, log=log)
-    cleaned, issues = _attempt(model, task, args, repair=None, **common)
+    cleaned, first = _attempt(model, task, args, repair=None, **common)
+    if not first:
+        return cleaned  # type: ignore[return-value]
+    cleaned, issues = _attempt(model, task, args, repair=[dict(i) for i in first], **common)
     if not issues:
         return cleaned  # type: ignore[return-value]
-    cleaned, issues = _attempt(model, task, args, repair=[dict(i) for i in issues], **common)
-    if not issues:
-        return cleaned  # type: ignore[return-value]
-    raise ValidationExhaustedError(prompt_id, issues, attempts=1, max_attempts=1)
+    raise ValidationExhaustedError(prompt_id, issues, attempts=2, max_attempts=2, hint=exhausted_hint(first + issues))
+
+
+def exhausted_hint(issues: list[Issue]) -> str:
+    """What to change after the call and its repair both failed, by cause.
+
+    >>> exhausted_hint([{"path": "", "code": "invalid_json"}]).startswith("the model answered with text")
+    True
+    >>> "stronger model" in exhausted_hint([{"path": "ratings", "code": "too_small"}])
+    True
+    """
+    if any(i.get("code") == "invalid_json" for i in issues):
+        return ("the model answered with text that is not JSON: use a server that constrains output to the task's "
+                "JSON schema (llama.cpp, vLLM, Ollama, OpenAI do; ChatModel(json_schema=True) asks for it), or a "
+                "model that follows JSON instructions.")
+    return ("the model's JSON was complete but broke the task schema twice (exc.issues): try a stronger model, "
+            "or inspect the call log.")

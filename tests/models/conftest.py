@@ -196,3 +196,9 @@ def llama_url(tmp_path_factory):
 def llama_embed_url(tmp_path_factory):
     """Base URL of a real llama.cpp server started with its embedding option (``/v1/embeddings``)."""
     yield from _serve_llama(tmp_path_factory, "CRUX_LLAMA_EMBED_URL", ["--embedding", "True"])
+
+
+@pytest.fixture(scope="session")
+def llama_small_url(tmp_path_factory):
+    """Base URL of a llama.cpp server started here with a small context (2,048 tokens): always its own."""
+    yield from _serve_llama(tmp_path_factory, "CRUX_LLAMA_SMALL_URL", ["--n_ctx", "2048"])

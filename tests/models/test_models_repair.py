@@ -86,9 +86,11 @@ def test_invalid_twice_raises_after_exactly_two_calls():
         call_task(model, "map_findings", "q", UNITS, prompt_id="globalSearch:batch:3", log=log)
     err = info.value
     assert len(model.repairs) == 2 and len(model.outputs) == 1
-    assert (err.attempts, err.max_attempts, err.prompt_id) == (1, 1, "globalSearch:batch:3")
+    assert (err.attempts, err.max_attempts, err.prompt_id) == (2, 2, "globalSearch:batch:3")  # two calls made
     assert err.code == "validation_exhausted"
-    assert 'Validation failed after 1/1 attempts for prompt "globalSearch:batch:3".' in str(err)
+    assert ('Validation failed after 2 calls (the call and its one repair) for prompt "globalSearch:batch:3" '
+            "(findings.[0].finding_ids: too_small, findings.[0].score: invalid_type).") in str(err)
+    assert "stronger model" in err.hint  # complete JSON that broke the schema twice
     assert list(err.issues) == [
         {"path": "findings.[0].finding_ids", "code": "too_small"},
         {"path": "findings.[0].score", "code": "invalid_type"},

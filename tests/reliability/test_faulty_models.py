@@ -17,7 +17,7 @@ tasks without numbers).
 Documented outcomes (crux_nb/models/repair.py, chat.py, retrieval/recipe.py):
 
 * invalid output (wrong type, non-JSON, unknown ids, out-of-range values) -> exactly one repair call, then
-  ``ValidationExhaustedError`` (code ``validation_exhausted``, ``attempts == max_attempts == 1``) with
+  ``ValidationExhaustedError`` (code ``validation_exhausted``, ``attempts == max_attempts == 2`` calls) with
   content-free issues; scores and ratings are **not** clamped at the model boundary: the schema requires a
   finite 0..100 (upstream section 4.7), and the 0.000001..1 clamp applies only afterwards, to the hit score
   (``test_boundary_scores_are_accepted_and_clamped_into_hit_scores``);
@@ -293,7 +293,7 @@ def test_faulty_model(template, tmp_path, llm, task, fault_id, fault, expected):
         assert model.seconds[0] < 10, "the timeout did not bound the call (the server sleeps 30 s)"
     else:
         assert isinstance(cause, ValidationExhaustedError), repr(cause)
-        assert cause.code == "validation_exhausted" and (cause.attempts, cause.max_attempts) == (1, 1)
+        assert cause.code == "validation_exhausted" and (cause.attempts, cause.max_attempts) == (2, 2)
         assert cause.prompt_id.startswith(PROMPT_IDS[task])
         assert detail in list(cause.issues), cause.issues
         assert len(model.calls) == 2 and model.calls[0] is None  # the first call and exactly one repair

@@ -139,6 +139,7 @@ class _State:
     passed: set[str] = field(default_factory=set)  # parents with a child that passed
     truncations: list[dict] = field(default_factory=list)
     rating_budget: int | None = None  # the share of the budget rating calls may spend
+    call_chars: int | None = None  # what one rating call may carry (the model's context)
     cost: Callable[[list[Report]], int] = lambda batch: sum(u.rating_chars for u in batch)
 
     def record(self, unit: Report, rating: float | None, decision: str, *, fallback: bool = False,
@@ -159,7 +160,8 @@ class _State:
 def descend(units: list[Report], rate: Callable[[list[Report], int], dict[str, float]], *, leaves: bool = True,
             mappable: set[str] | None = None, threshold: float = THRESHOLD, budget: int | None = None, max_calls: int = MAX_CALLS,
             fallback: str = FALLBACK, prior: dict[str, float] | None = None,
-            rating_cost: Callable[[list[Report]], int] | None = None) -> tuple[set[str], AdaptiveTrace, list[dict]]:
+            rating_cost: Callable[[list[Report]], int] | None = None,
+            call_chars: int | None = None) -> tuple[set[str], AdaptiveTrace, list[dict]]:
     """Best-first rated descent (see the module docstring); returns (selected ids, trace, truncations).
 
     ``rate(batch_units, call_index) -> {community_id: rating}`` makes one model call per batch. With
@@ -167,7 +169,8 @@ def descend(units: list[Report], rate: Callable[[list[Report], int], dict[str, f
     :func:`~.units.select_detail` chooses them); ``mappable`` (ids) overrides that. Only mappable units and their
     ancestors are rated.
     ``rating_cost(batch_units)`` measures a rating call against the budget (default: title + summary
-    characters; the step passes the call's real input size).
+    characters; the step passes the call's real input size); ``call_chars`` caps one rating call's
+    ``rating_cost`` (the model's context: a call rates fewer than ``RATING_BATCH`` communities, at least one).
     """
     by_parent: dict[str | None, list[Report]] = {}
     for u in units:
@@ -180,6 +183,7 @@ def descend(units: list[Report], rate: Callable[[list[Report], int], dict[str, f
                 {p: sorted(k, key=lambda u: u.community_id) for p, k in by_parent.items() if p is not None})
     if rating_cost is not None:
         st.cost = rating_cost
+    st.call_chars = call_chars
     if budget is not None:
         st.rating_budget = int(RATING_SHARE * budget)
     roots = sorted(by_parent.get(None, []), key=lambda u: u.community_id)
@@ -234,6 +238,8 @@ def _next_batch(st: _State) -> list[tuple[Report, bool]]:
     while st.queue and len(batch) < RATING_BATCH:
         unit = st.queue[0][-1]
         cost = st.cost([u for u, _ in batch] + [unit])
+        if batch and st.call_chars is not None and cost > st.call_chars:
+            break  # the call is full: the rest waits for the next one
         over = not st.fits(cost) or st.rating_budget is not None and st.rating_spent + cost > st.rating_budget
         if over and (st.calls > 0 or batch):  # the first call always rates one: a descent that rates nothing is
             break                             # not adaptive, and one that rates past its budget is not budgeted

@@ -4,7 +4,7 @@ model-rated best-first descent (DESIGN 4.2, 4.10)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from .best_first import (BUDGET, FALLBACK, FALLBACKS, MAX_CALLS, THRESHOLD, AdaptiveTrace, Rating, budget_chars,
                          descend, finding_prior, report_prior)
@@ -41,21 +41,29 @@ class Batch:
         return prompt_id("batch", self.index)
 
 
-def pack(units: list[Report], budget: int | None = None, *, rating: bool = False) -> list[Batch]:
+def pack(units: list[Report], budget: int | None = None, *, rating: bool = False,
+         size: Callable[[Report], int] | None = None) -> list[Batch]:
     """Greedy packing in (level, id) order; a unit over the budget gets a batch of its own.
 
-    ``rating`` measures units as rating calls see them (title and summary only)."""
+    Units are measured by ``size`` when given (e.g. a unit's JSON as a chat prompt shows it), else
+    upstream's measure: ``rating`` measures units as rating calls see them (title and summary only).
+
+    >>> from crux_nb.community import Report
+    >>> units = [Report(f"c{i}", 0, None, "T", "x" * 100) for i in range(5)]
+    >>> [len(b.units) for b in pack(units, 250)], [len(b.units) for b in pack(units, 250, size=lambda u: 120)]
+    ([2, 2, 1], [2, 2, 1])
+    """
     budget = BATCH_BUDGET if budget is None else budget
     batches: list[Batch] = []
     current: list[Report] = []
-    size = 0
+    used = 0
     for unit in sorted(units, key=lambda u: (u.level, u.community_id)):
-        chars = unit.rating_chars if rating else unit.chars
-        if current and size + chars > budget:
-            batches.append(Batch(len(batches), tuple(current), size))
-            current, size = [], 0
+        chars = size(unit) if size is not None else unit.rating_chars if rating else unit.chars
+        if current and used + chars > budget:
+            batches.append(Batch(len(batches), tuple(current), used))
+            current, used = [], 0
         current.append(unit)
-        size += chars
+        used += chars
     if current:
-        batches.append(Batch(len(batches), tuple(current), size))
+        batches.append(Batch(len(batches), tuple(current), used))
     return batches

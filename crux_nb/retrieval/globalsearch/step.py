@@ -2,7 +2,8 @@
 
 Run order: reject request filters; resolve freshness (exact, compensated,
 raw-fallback, materialization-wait); resolve detail; select units (all, or a
-model-rated adaptive descent); pack batches under 24,000 characters; preflight
+model-rated adaptive descent); pack batches under the model's budget (24,000 characters at most, fewer for
+a chat model whose context window holds less, or ``batch_chars``); preflight
 and admission (the 32-call ceiling or the request's ``admit`` hook); one map
 call per batch with one repair, every unit carrying the corpus' statistics of the
 query's terms (``support``); a deterministic reduce to finding hits; the support
@@ -94,13 +95,14 @@ class GlobalSearchStep(Step):
     prior: str = PRIOR
     min_support: float = MIN_SUPPORT
     id: str = "global-search"
+    batch_chars: int | None = None
     kind: str = "global-search"
     phase: tuple[str, str] = ("queries", "hits")
     needs_model: bool = True
     factory = "global_search"
     #: parameters beyond the core four, with their defaults; repr and to_dict() show them when changed
     DEFAULTS = {"threshold": THRESHOLD, "max_calls": MAX_CALLS, "budget": BUDGET, "fallback": FALLBACK,
-                "prior": PRIOR, "min_support": MIN_SUPPORT, "id": "global-search"}
+                "prior": PRIOR, "min_support": MIN_SUPPORT, "id": "global-search", "batch_chars": None}
 
     def __post_init__(self) -> None:
         owner = "global_search()"
@@ -122,6 +124,15 @@ class GlobalSearchStep(Step):
                                  "(int >= 1)", b)
         check_choice(owner, "fallback", self.fallback, FALLBACKS)
         check_choice(owner, "prior", self.prior, PRIORS)
+        if self.batch_chars is not None:
+            object.__setattr__(self, "batch_chars", check_int(owner, "batch_chars", self.batch_chars, minimum=1))
+
+    def call_chars(self, task: str) -> int | None:
+        """Input characters one ``task`` call may carry: ``batch_chars`` when given, else the model's budget
+        (a chat model's follows its context window), else None (upstream's 24,000-character packing)."""
+        from ...models.budget import input_budget
+
+        return self.batch_chars if self.batch_chars is not None else input_budget(self.model, task, None)
 
     def config(self) -> dict[str, Any]:
         return {"model": self.model.name, "scan": self.scan, "detail": self.detail, "limit": self.limit,
@@ -144,13 +155,15 @@ class GlobalSearchStep(Step):
                 units, rate, mappable={u.community_id for u in available}, threshold=self.threshold, max_calls=self.max_calls,
                 budget=budget_chars(self.budget, available), fallback=self.fallback,
                 prior=_prior(self.prior, units, query),
-                rating_cost=lambda batch: len(canonical_json([query, [u.rating_payload() for u in batch]])))
+                rating_cost=lambda batch: len(canonical_json([query, [u.rating_payload() for u in batch]])),
+                call_chars=self.call_chars("rate"))
             selected = [u for u in available if u.community_id in chosen]
             truncations = tuple(cut)
         else:
             selected = available
-        return Selection(freshness, detail, tuple(available), tuple(selected), tuple(pack(selected)), adaptive,
-                         truncations)
+        budget = self.call_chars("map_findings")
+        batches = pack(selected) if budget is None else pack(selected, budget, size=_payload_chars)
+        return Selection(freshness, detail, tuple(available), tuple(selected), tuple(batches), adaptive, truncations)
 
     def plan(self, context: StepContext, query: str) -> Preflight:
         """The preflight without any model call (adaptive: the scan-all upper bound)."""
@@ -217,11 +230,28 @@ class GlobalSearchStep(Step):
         calls = [(self.model, "map_findings", (query, [{**u.payload(), "corpus": corpus} for u in b.units]),
                   {"prompt_id": b.prompt_id,
                    "issued_ids": frozenset(f.id for u in b.units for f in u.findings)}) for b in batches]
-        if executor is not None or len(batches) < 2 or concurrency < 2:  # e.g. a dask.distributed.Client
-            return run_calls(calls, log=log, executor=executor)
-        with ThreadPoolExecutor(min(concurrency, len(batches))) as pool:
-            return run_calls(calls, log=log, executor=pool)  # outputs in batch order, whatever finishes first
+        bar = _bar(len(batches))
+        try:
+            if executor is not None or len(batches) < 2 or concurrency < 2:  # e.g. a dask.distributed.Client
+                return run_calls(calls, log=log, executor=executor, on_result=lambda: bar.update(1))
+            with ThreadPoolExecutor(min(concurrency, len(batches))) as pool:  # outputs in batch order, whatever
+                return run_calls(calls, log=log, executor=pool, on_result=lambda: bar.update(1))  # finishes first
+        finally:
+            bar.close()
 
+
+def _bar(total: int):
+    """Counts and time left over the map calls (from 10 calls, as extraction and report writing)."""
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc="mapping reports", unit="call", disable=total < 10)
+
+
+def _payload_chars(unit: Report) -> int:
+    """A unit as a map call reads it: its payload's JSON (ids and keys included), plus its place in the list."""
+    from ...models.budget import ITEM_CHARS
+
+    return len(canonical_json(unit.payload())) + ITEM_CHARS
 
 def _prior(name: str, units: list[Report], query: str) -> dict[str, float]:
     if name == "findings":
@@ -257,7 +287,7 @@ def global_search(*, model: Any, scan: Literal["all", "adaptive"] = "all",
                   detail: Literal["auto", "overview", "detailed"] = "auto", limit: int = 20,
                   threshold: float = THRESHOLD, max_calls: int = MAX_CALLS, budget: float | int | None = BUDGET,
                   fallback: str = FALLBACK, prior: str = PRIOR, min_support: float = MIN_SUPPORT,
-                  id: str = "global-search") -> GlobalSearchStep:
+                  id: str = "global-search", batch_chars: int | None = None) -> GlobalSearchStep:
     """Map community reports to finding hits for a question about the whole corpus (or a view).
 
     Parameters
@@ -296,6 +326,11 @@ def global_search(*, model: Any, scan: Literal["all", "adaptive"] = "all",
         holds, and the step warns that the corpus may not answer the question (default 0.25).
     id : str
         The step id in traces (default ``"global-search"``).
+    batch_chars : int, optional
+        Input characters per map call and per rating call (each report as the call reads it: its JSON).
+        Default: the model's budget (a ``ChatModel``'s follows the server's context window and
+        ``max_tokens``, at most 24,000), or upstream's 24,000 characters of report text for a model that
+        declares none (the offline model). Set it when you know better than the estimate.
 
     Examples
     --------
@@ -309,4 +344,4 @@ def global_search(*, model: Any, scan: Literal["all", "adaptive"] = "all",
     """
     return GlobalSearchStep(model=model, scan=scan, detail=detail, limit=limit, threshold=threshold,
                             max_calls=max_calls, budget=budget, fallback=fallback, prior=prior,
-                            min_support=min_support, id=id)
+                            min_support=min_support, id=id, batch_chars=batch_chars)
