@@ -7,6 +7,7 @@ no JavaScript, no random ids and no timings, so nbval can compare it.
 from __future__ import annotations
 
 import html
+import re
 from typing import Any, Iterable
 
 from ..refs import encode_ref, is_ref_kind
@@ -46,32 +47,38 @@ def summarize_warnings(warnings: Iterable[str], *, show: int = 3) -> tuple[str, 
     """Warnings that differ only in the one ref they name, once, with their count and the first ``show`` refs.
 
     A step warns once per node it cut (``truncated neighbors for <ref> at 64``); on a real corpus that is
-    dozens of lines that say one thing. Warnings naming no ref, or several, stay as they are.
+    dozens of lines that say one thing. A trailing ``(N times)`` (the trace's own collapsing of exact repeats,
+    :func:`crux_nb.retrieval.trace.collapse_warnings`) is counted, not compared. Warnings naming no ref, or
+    several, stay as they are.
 
     Examples
     --------
-    >>> summarize_warnings(["cut chunk:a.md:c0 at 64.", "cut chunk:b.md:c0 at 64.", "cut entity:x at 64.",
+    >>> summarize_warnings(["cut chunk:a.md:c0 at 64.", "cut chunk:b.md:c0 at 64. (2 times)", "cut entity:x at 64.",
     ...                     "cut chunk:c.md:c0 at 64.", "cut chunk:d.md:c0 at 8.", "no edges"])
-    ('cut 4 nodes (chunk:a.md:c0, chunk:b.md:c0, entity:x, … 1 more) at 64.', 'cut chunk:d.md:c0 at 8.', 'no edges')
+    ('cut 4 nodes (chunk:a.md:c0, chunk:b.md:c0, entity:x, … 1 more) at 64. (5 times)', 'cut chunk:d.md:c0 at 8.', 'no edges')
     """
-    groups: dict[str, list[tuple[str, str]]] = {}  # template -> (warning, ref), first-seen order
+    groups: dict[str, list[tuple[str, str, int]]] = {}  # template -> (warning, ref, times), first-seen order
     for warning in warnings:
-        words = warning.split(" ")
+        repeat = re.fullmatch(r"(.*) \((\d+) times\)", warning, re.S)
+        text, times = (repeat.group(1), int(repeat.group(2))) if repeat else (warning, 1)
+        words = text.split(" ")
         refs = [(i, r) for i, w in enumerate(words) if (r := _ref_token(w)) is not None]
         if len(refs) != 1:
-            groups.setdefault(warning, []).append((warning, ""))
+            groups.setdefault(warning, []).append((warning, "", times))
             continue
         i, ref = refs[0]
         template = " ".join([*words[:i], words[i].replace(ref, "\0", 1), *words[i + 1:]])
-        groups.setdefault(template, []).append((warning, ref))
+        groups.setdefault(template, []).append((warning, ref, times))
     out = []
     for template, members in groups.items():
         if len(members) == 1:
             out.append(members[0][0])
             continue
-        refs = [r for _, r in members]
+        refs = list(dict.fromkeys(r for _, r, _ in members))
         more = f", … {len(refs) - show} more" if len(refs) > show else ""
-        out.append(template.replace("\0", f"{len(refs)} nodes ({', '.join(refs[:show])}{more})", 1))
+        times = sum(t for _, _, t in members)
+        text = template.replace("\0", f"{len(refs)} nodes ({', '.join(refs[:show])}{more})", 1)
+        out.append(text if times == len(refs) else f"{text} ({times} times)")
     return tuple(out)
 
 

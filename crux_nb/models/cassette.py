@@ -47,19 +47,13 @@ _MODES = ("replay", "record", "auto")
 class CassetteModel:
     """A record/replay wrapper around any :class:`~crux_nb.models.KnowledgeModel`.
 
-    The parameters are keyword-only.
+    Parameters (keyword-only)::
 
-    Parameters
-    ----------
-    inner
-        The model to record (required for ``"record"`` and ``"auto"``).
-    path
-        The JSON Lines cassette file.
-    mode
-        ``"replay"`` (default), ``"record"`` or ``"auto"``.
-    fingerprint
-        Which recorded model to replay when ``inner`` is absent and the
-        file holds recordings of several models.
+        inner: the model to record (required for ``"record"`` and ``"auto"``).
+        path: the JSON Lines cassette file.
+        mode: ``"replay"`` (default), ``"record"`` or ``"auto"``.
+        fingerprint: which recorded model to replay when ``inner`` is absent and the
+            file holds recordings of several models.
 
     Examples
     --------

@@ -84,38 +84,25 @@ def _check_int(owner: str, name: str, value: Any, low: int) -> None:
 class OfflineModel:
     """Deterministic extractive model (no network, no randomness).
 
-    All parameters are keyword-only.
+    Parameters (all keyword-only)::
 
-    Parameters
-    ----------
-    name
-        Model name (default ``"offline"``).
-    max_findings
-        Findings per report (default 6).
-    summary_sentences
-        Sentences joined into a report summary (default 3).
-    title_entities
-        Entity names in a report title (default 3).
-    redundancy
-        Cosine similarity above which a sentence repeats a chosen one (0.75).
-    concepts
-        Also extract recurring lowercase noun phrases (default True).
-    concept_min_chunks
-        Chunks a phrase must recur in to count (default 3).
-    min_terms
-        Content words a sentence needs to be preferred as a finding (default 6).
-    rating
-        How ``rate`` scores reports: ``"calibrated"`` (default, see
-        :mod:`crux_nb.models.rating`) or ``"bm25"`` (BM25 scaled, idf over the rated batch).
-    map_score
-        How ``map_findings`` scores findings: ``"idf"`` (default, each statement on its own,
-        :func:`~crux_nb.models.offline_map.match_scores`, query terms weighted by the corpus idf the units
-        carry), ``"match"`` (version 4: the same without idf) or ``"batch-bm25"`` (version 3's BM25 with
-        idf over the batch's statements, which depends on the batch; kept for comparison).
-    extractor
-        ``"rules"`` (default: capitalisation rules, no dependencies) or ``"spacy"``
-        (spaCy's small English NER, the optional ``nlp`` extra; see
-        :mod:`crux_nb.models.offline_spacy`). Both clean and fold names the same way.
+        name: model name (default ``"offline"``).
+        max_findings: findings per report (default 6).
+        summary_sentences: sentences joined into a report summary (default 3).
+        title_entities: entity names in a report title (default 3).
+        redundancy: cosine similarity above which a sentence repeats a chosen one (0.75).
+        concepts: also extract recurring lowercase noun phrases (default True).
+        concept_min_chunks: chunks a phrase must recur in to count (default 3).
+        min_terms: content words a sentence needs to be preferred as a finding (default 6).
+        rating: how ``rate`` scores reports: ``"calibrated"`` (default, see
+            :mod:`crux_nb.models.rating`) or ``"bm25"`` (BM25 scaled, idf over the rated batch).
+        map_score: how ``map_findings`` scores findings: ``"idf"`` (default, each statement on its own,
+            :func:`~crux_nb.models.offline_map.match_scores`, query terms weighted by the corpus idf the units
+            carry), ``"match"`` (version 4: the same without idf) or ``"batch-bm25"`` (version 3's BM25 with
+            idf over the batch's statements, which depends on the batch; kept for comparison).
+        extractor: ``"rules"`` (default: capitalisation rules, no dependencies) or ``"spacy"``
+            (spaCy's small English NER, the optional ``nlp`` extra; see
+            :mod:`crux_nb.models.offline_spacy`). Both clean and fold names the same way.
 
     ``extract_batch_chars`` (a class constant) tells ``kb.extract_entities`` to send a whole source per
     ``extract`` call: the rules weigh how each word is written across their input.
