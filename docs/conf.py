@@ -9,7 +9,7 @@ the numpydoc docstrings (napoleon).
 
 from __future__ import annotations
 
-import shutil
+import json
 import sys
 from pathlib import Path
 
@@ -26,6 +26,7 @@ exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
 root_doc = "index"
 html_theme = "alabaster"
 html_title = "crux_nb"
+html_theme_options = {"page_width": "1320px", "sidebar_width": "230px"}  # room for the views
 html_static_path: list[str] = []
 
 # MyST: heading anchors so pages can link to sections (`page.md#anchor`)
@@ -35,7 +36,8 @@ myst_enable_extensions = ["colon_fence"]
 # MyST-NB: stored outputs only; no widget JavaScript from a CDN; the static HTML wins over a widget view
 nb_execution_mode = "off"
 nb_ipywidgets_js: dict = {}
-nb_mime_priority_overrides = [("*", "application/vnd.jupyter.widget-view+json", None),
+WIDGET = "application/vnd.jupyter.widget-view+json"
+nb_mime_priority_overrides = [("*", WIDGET, None),
                               ("*", "application/vnd.jupyter.widget-state+json", None)]
 nb_merge_streams = True
 
@@ -54,13 +56,26 @@ nitpick_ignore_regex = [(r"py:.*", r"(?!crux_nb\b).*"), (r"py:.*", INTERNAL)]
 suppress_warnings = ["myst.header"]  # notebooks open with their own heading levels
 
 
+def site_notebook(source: Path) -> str:
+    """A notebook as the site shows it: a widget output whose static copy follows it is dropped (the copy
+    shows the view; the widget's text repr alone would be a stray line). Older outputs that carry their
+    static HTML in the widget's own bundle stay (the widget form is skipped by ``nb_mime_priority_overrides``)."""
+    notebook = json.loads(source.read_text(encoding="utf-8"))
+    for cell in notebook.get("cells", []):
+        cell["outputs"] = [o for o in cell.get("outputs", [])
+                           if not (WIDGET in o.get("data", {}) and "text/html" not in o.get("data", {}))]
+    return json.dumps(notebook, indent=1, ensure_ascii=False) + "\n"
+
+
 def copy_notebooks(app, config) -> None:
     """The gallery notebooks, copied in so MyST-NB reads them (the source of truth stays ../notebooks)."""
     target = HERE / "notebooks"
     target.mkdir(exist_ok=True)
     for source in sorted((ROOT / "notebooks").glob("*.ipynb")):
-        if not (target / source.name).exists() or (target / source.name).read_bytes() != source.read_bytes():
-            shutil.copyfile(source, target / source.name)
+        text = site_notebook(source)
+        copy = target / source.name
+        if not copy.exists() or copy.read_text(encoding="utf-8") != text:
+            copy.write_text(text, encoding="utf-8")
 
 
 def setup(app):

@@ -88,3 +88,22 @@ def test_the_expansion_view_shows_one_summary_line(result):
     cut = tuple(f"expand_relations truncated neighbors for entity:e{i} at 64." for i in range(14))
     html = header_html(replace(data, warnings=cut), data.expansions)
     assert html.count("⚠") == 1 and "14 nodes" in html and "entity:e13" not in html
+
+
+def test_the_docs_site_shows_each_view_once_in_its_static_form():
+    """docs/conf.py drops a widget output whose static copy follows it; every view output keeps its static HTML."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("crux_docs_conf", root / "docs" / "conf.py")
+    conf = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conf)
+    source = root / "notebooks" / "03_expand_relations.ipynb"
+    stored = [o for c in json.loads(source.read_text(encoding="utf-8"))["cells"] for o in c.get("outputs", [])]
+    shown = [o for c in json.loads(conf.site_notebook(source))["cells"] for o in c.get("outputs", [])]
+    widgets = [o for o in stored if conf.WIDGET in o.get("data", {})]
+    assert widgets and len(shown) == len(stored) - len(widgets)
+    assert not any(conf.WIDGET in o.get("data", {}) for o in shown)
+    assert sum("crux-static-export" in "".join(o.get("data", {}).get("text/html", "")) for o in shown) == len(widgets)
