@@ -43,13 +43,34 @@ def page(sections: Sequence[tuple[str, str]]) -> str:
             f"<body><h1>crux_nb demo: the sample corpus</h1>\n{body}\n</body></html>\n")
 
 
+def _kernel_manager(folder: str):
+    """A kernel on IPC sockets in ``folder`` where the OS has them: a local run needs no TCP port, and the
+    kernel then has no reason to warn that TCP traffic is unencrypted (ipykernel does, once per notebook)."""
+    import os
+
+    from jupyter_client.manager import KernelManager
+
+    if os.name != "posix":
+        return KernelManager(kernel_name="python3")
+    return KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(folder, "k"))
+
+
 def run_notebook(source: Path, target: Path) -> Path:
+    import tempfile
+
     import nbformat
     from nbclient import NotebookClient
 
     notebook = nbformat.read(source, as_version=4)
-    NotebookClient(notebook, timeout=300, kernel_name="python3",
-                   resources={"metadata": {"path": str(source.parent)}}).execute()
+    # a short folder: a unix socket's path is limited to about 100 bytes
+    with tempfile.TemporaryDirectory(prefix="crux-kernel-") as folder:
+        km = _kernel_manager(folder)
+        try:
+            NotebookClient(notebook, timeout=300, kernel_name="python3", km=km,
+                           resources={"metadata": {"path": str(source.parent)}}).execute()
+        finally:  # a kernel manager passed in is ours to stop
+            if km.has_kernel:
+                km.shutdown_kernel(now=True)
     target.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(notebook, target)
     return target

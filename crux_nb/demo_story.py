@@ -107,10 +107,9 @@ def global_searches(kb: Any, say: Say) -> str:
         recipe = kb.recipe(steps=[global_search(model=model, scan=scan, detail="detailed", limit=5)])
         result = recipe.retrieve_with_trace(GLOBAL_QUESTION)
         knowledge = result.trace.step("global-search").knowledge
-        usage = knowledge.calls.summary()
         rows.append({"scan": scan, "coverage": knowledge.coverage,
                      "reports mapped": f"{knowledge.processed['reports']} of {knowledge.available['reports']}",
-                     "model calls": len(knowledge.calls), "input chars": usage["input_chars"],
+                     "model calls": len(knowledge.calls), "input chars": knowledge.input_chars,
                      "findings": len(result.hits),
                      "support": f"{knowledge.support['status']} ({knowledge.support['best'] or 0:.2f})"})
         results[scan] = result

@@ -2,7 +2,7 @@
 
 Layers, bottom first; a module may import its own layer and the layers below it, never above, and no
 two modules may import each other directly or through others (no cycle, deferred imports included).
-The README's "Architecture" section shows the same table.
+docs/architecture.md (the documentation's "Architecture" page) shows the same table.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def layer_of(module: str) -> int:
             if hit and prefix.count(".") > depth:
                 best, depth = i, prefix.count(".")
     if best is None:
-        raise AssertionError(f"{module} is in no layer: add it to LAYERS here and to the README's table")
+        raise AssertionError(f"{module} is in no layer: add it to LAYERS here and to the table in docs/architecture.md")
     return best
 
 

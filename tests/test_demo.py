@@ -64,3 +64,29 @@ def test_demo_is_deterministic(demo, tmp_path):
     second = run_demo(tmp_path)
     assert second.replace(str(tmp_path), "OUT") == first.replace(str(out), "OUT")
     assert (tmp_path / "demo.html").read_bytes() == (out / "demo.html").read_bytes()
+
+
+def test_demo_input_chars_agree_with_its_report(demo):
+    """One definition of a run's input chars: the printed table and the report's coverage view agree."""
+    out, text = demo
+    row = re.search(r"^ *adaptive +exact +\d+ of \d+ +\d+ +(\d+) ", text.split("== 4.")[1], re.M)
+    page = (out / "demo.html").read_text(encoding="utf-8")
+    line = re.search(r"input chars ([\d,]+)</div>", page)  # the adaptive-descent line
+    actual = re.search(r'<tr data-row="input chars"><th>input chars</th><td>[^<]*</td><td[^>]*>([\d,]+)</td>', page)
+    assert row and line and actual
+    assert int(row.group(1)) == int(line.group(1).replace(",", "")) == int(actual.group(1).replace(",", ""))
+
+
+def test_demo_notebooks_run_without_the_kernel_tcp_warning(tmp_path):
+    """``make demo`` executes notebooks on IPC kernels: no 'running over TCP without encryption' lines."""
+    import nbformat
+
+    source = tmp_path / "tiny.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(6 * 7)")]), source)
+    code = ("import sys; from pathlib import Path; from crux_nb.demo import run_notebook; "
+            "run_notebook(Path(sys.argv[1]), Path(sys.argv[2]))")
+    done = subprocess.run([sys.executable, "-c", code, str(source), str(tmp_path / "out.ipynb")], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "42" in (tmp_path / "out.ipynb").read_text(encoding="utf-8")
+    assert "without encryption" not in done.stderr and "WARNING" not in done.stderr, done.stderr

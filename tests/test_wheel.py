@@ -47,6 +47,7 @@ EXTRA_MODULES = {
     "fast": ("numba", "crux_nb.graph.frontier_kernel"),
     "stem": ("Stemmer",),
     "formats": ("bs4", "docutils", "pypdf", "nbformat"),
+    "docs": ("sphinx", "myst_nb"),
 }
 # extras this test never installs: llm has its own test (a prebuilt wheel); minilm needs torch, which uv must
 # never resolve (it would fetch a CUDA build of several GB): tests/test_minilm.py covers it where it is installed

@@ -225,14 +225,15 @@ def test_mimebundle_has_widget_view_and_static_html(view):
     assert "<svg" in html and "crux-path" in html
 
 
-def test_mimebundle_after_close_falls_back_to_html(result):
-    from IPython.core.formatters import DisplayFormatter
+def test_display_after_close_falls_back_to_html(result, monkeypatch):
+    import IPython.display
 
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj, raw=False: shown.append((obj, raw)))
     view = ExpansionView(result)
     view.close()
-    data, _ = DisplayFormatter().format(view)
-    assert "application/vnd.jupyter.widget-view+json" not in data
-    assert data["text/html"] == view.to_html() and data["text/plain"] == repr(view)
+    view._ipython_display_()
+    assert shown == [({"text/plain": repr(view), "text/html": view.to_html()}, True)]
 
 
 # ------------------------------------------------------------------------------------ escaping

@@ -348,14 +348,15 @@ def test_mimebundle_has_widget_view_and_static_html(view):
     assert "crux-batch-row" in html and "crux-basis" in html
 
 
-def test_mimebundle_after_close_falls_back_to_html(result):
-    from IPython.core.formatters import DisplayFormatter
+def test_display_after_close_falls_back_to_html(result, monkeypatch):
+    import IPython.display
 
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj, raw=False: shown.append((obj, raw)))
     view = CoverageView(result)
     view.close()
-    data, _ = DisplayFormatter().format(view)
-    assert "application/vnd.jupyter.widget-view+json" not in data
-    assert data["text/html"] == view.to_html() and data["text/plain"] == repr(view)
+    view._ipython_display_()
+    assert shown == [({"text/plain": repr(view), "text/html": view.to_html()}, True)]
 
 
 # ------------------------------------------------------------------------------------ escaping
@@ -474,8 +475,23 @@ def test_fallback_choices_and_budget_are_shown(kb, adaptive):
     frame = view.to_frame("community").set_index("community_id")
     assert set(frame.index[frame["fallback"]]) == chosen
     overview = view.overview.value
-    assert f"fallback {a.fallback} chose {len(chosen)}" in overview and f"spent {a.spent_chars:,}" in overview
+    assert f"fallback {a.fallback} chose {len(chosen)}" in overview and f"input chars {a.spent_chars:,}" in overview
     assert (f"budget {a.budget_chars:,} chars" if a.budget_chars is not None else "no budget") in overview
     tips = dict(re.findall(r'data-id="([^"]*)"[^>]*><title>([^<]*)</title>', view.graph.value))
     assert tips and all("chosen by the fallback" in tips[c] for c in chosen if c in tips)
     assert not any("chosen by the fallback" in t for c, t in tips.items() if c not in chosen)
+
+
+def test_one_definition_of_input_chars(kb, adaptive):
+    """The descent line, the preflight table's actual column and the trace agree on a run's input chars."""
+    import re
+
+    knowledge = adaptive.trace.step("global-search").knowledge
+    view = CoverageView(adaptive, kb=kb)
+    html = view.to_html()
+    row = re.search(r'<tr data-row="input chars"><th>input chars</th><td[^>]*>[^<]*</td><td[^>]*>([\d,]+)</td>', html)
+    line = re.search(r"input chars ([\d,]+)</div>", html)
+    assert row and line, "both places show input chars"
+    shown = {int(row.group(1).replace(",", "")), int(line.group(1).replace(",", ""))}
+    assert shown == {knowledge.input_chars} == {knowledge.adaptive.spent_chars}
+    assert knowledge.input_chars > sum(b.input_chars for b in view.data.batches)  # the ratings count too

@@ -7,9 +7,10 @@ no JavaScript, no random ids and no timings, so nbval can compare it.
 from __future__ import annotations
 
 import html
+import re
 from typing import Any, Iterable
 
-from ..refs import encode_ref
+from ..refs import encode_ref, is_ref_kind
 
 STYLE = """<style>
 .crux{font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:13px;line-height:1.4;max-width:100%}
@@ -33,6 +34,57 @@ def esc(value: Any) -> str:
 def clip(text: Any, n: int = 160) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _ref_token(token: str) -> str | None:
+    """The encoded ref a warning's word names (``chunk:a.md:c0000.`` -> ``chunk:a.md:c0000``), or None."""
+    core = token.rstrip(".,;)")
+    kind, sep, rest = core.partition(":")
+    return core if sep and rest and is_ref_kind(kind) else None
+
+
+def summarize_warnings(warnings: Iterable[str], *, show: int = 3) -> tuple[str, ...]:
+    """Warnings that differ only in the one ref they name, once, with their count and the first ``show`` refs.
+
+    A step warns once per node it cut (``truncated neighbors for <ref> at 64``); on a real corpus that is
+    dozens of lines that say one thing. A trailing ``(N times)`` (the trace's own collapsing of exact repeats,
+    :func:`crux_nb.retrieval.trace.collapse_warnings`) is counted, not compared. Warnings naming no ref, or
+    several, stay as they are.
+
+    Examples
+    --------
+    >>> summarize_warnings(["cut chunk:a.md:c0 at 64.", "cut chunk:b.md:c0 at 64. (2 times)", "cut entity:x at 64.",
+    ...                     "cut chunk:c.md:c0 at 64.", "cut chunk:d.md:c0 at 8.", "no edges"])
+    ('cut 4 nodes (chunk:a.md:c0, chunk:b.md:c0, entity:x, … 1 more) at 64. (5 times)', 'cut chunk:d.md:c0 at 8.', 'no edges')
+    """
+    groups: dict[str, list[tuple[str, str, int]]] = {}  # template -> (warning, ref, times), first-seen order
+    for warning in warnings:
+        repeat = re.fullmatch(r"(.*) \((\d+) times\)", warning, re.S)
+        text, times = (repeat.group(1), int(repeat.group(2))) if repeat else (warning, 1)
+        words = text.split(" ")
+        refs = [(i, r) for i, w in enumerate(words) if (r := _ref_token(w)) is not None]
+        if len(refs) != 1:
+            groups.setdefault(warning, []).append((warning, "", times))
+            continue
+        i, ref = refs[0]
+        template = " ".join([*words[:i], words[i].replace(ref, "\0", 1), *words[i + 1:]])
+        groups.setdefault(template, []).append((warning, ref, times))
+    out = []
+    for template, members in groups.items():
+        if len(members) == 1:
+            out.append(members[0][0])
+            continue
+        refs = list(dict.fromkeys(r for _, r, _ in members))
+        more = f", … {len(refs) - show} more" if len(refs) > show else ""
+        times = sum(t for _, _, t in members)
+        text = template.replace("\0", f"{len(refs)} nodes ({', '.join(refs[:show])}{more})", 1)
+        out.append(text if times == len(refs) else f"{text} ({times} times)")
+    return tuple(out)
+
+
+def warnings_html(warnings: Iterable[str]) -> str:
+    """The warnings as muted lines, repeats summarized (:func:`summarize_warnings`)."""
+    return "".join(f'<div class="crux-muted">⚠ {esc(w)}</div>' for w in summarize_warnings(warnings))
 
 
 def table(headers: Iterable[str], rows: Iterable[Iterable[Any]], *, cls: str = "") -> str:
@@ -92,7 +144,7 @@ def trace_html(trace: Any) -> str:
                      f"{s.output_queries}q / {s.output_hits}h", len(s.warnings)))
     body = table(["step", "kind", "status", "in", "out", "warnings"], rows)
     if trace.warnings:
-        body += "<div>" + "".join(f'<div class="crux-muted">⚠ {esc(w)}</div>' for w in trace.warnings) + "</div>"
+        body += "<div>" + warnings_html(trace.warnings) + "</div>"
     return box(f"trace of {trace.recipe_id!r} for {clip(trace.query, 80)!r}: {trace.result_count} results", body,
                cls="crux-trace")
 

@@ -50,7 +50,8 @@ _MODES = ("replay", "record", "auto")
 class CassetteModel:
     """A record/replay wrapper around any :class:`~crux_nb.models.KnowledgeModel`.
 
-    Parameters (keyword-only):
+    Parameters (keyword-only)::
+
         inner: the model to record (required for ``"record"`` and ``"auto"``).
         path: the JSON Lines cassette file.
         mode: ``"replay"`` (default), ``"record"`` or ``"auto"``.

@@ -88,7 +88,8 @@ def _check_int(owner: str, name: str, value: Any, low: int) -> None:
 class OfflineModel:
     """Deterministic extractive model (no network, no randomness).
 
-    Parameters (all keyword-only):
+    Parameters (all keyword-only)::
+
         name: model name (default ``"offline"``).
         max_findings: findings per report (default 6).
         summary_sentences: sentences joined into a report summary (default 3).

@@ -184,6 +184,51 @@ class KnowledgeTrace:
     #: "absent_terms"} (global search; see :func:`crux_nb.retrieval.globalsearch.support.support`)
     support: Mapping[str, Any] | None = None
 
+    @property
+    def input_chars(self) -> int:
+        """The run's input characters: see :func:`knowledge_input_chars` (the one definition)."""
+        return knowledge_input_chars(self)
+
     def __repr__(self) -> str:
         return (f"KnowledgeTrace(contributor={self.contributor!r}, coverage={self.coverage!r}, "
                 f"available={dict(self.available)}, processed={dict(self.processed)})")
+
+
+def _field(value: Any, name: str) -> Any:
+    return value.get(name) if isinstance(value, Mapping) else getattr(value, name, None)
+
+
+def knowledge_input_chars(knowledge: Any) -> int:
+    """The input characters of a step that read community reports: the one definition the trace, the
+    demo and the views show as "input chars".
+
+    The report text sent to the model, in the unit the budgets use: every map batch's reports (title,
+    summary, findings) plus, in an adaptive run, every rated report's title and summary -- the descent's
+    ``spent_chars``, which the character budget (``budget_chars``) bounds. The prompts' fixed wording and
+    JSON framing are not counted (the call log's ``input_chars`` per call includes them).
+    ``knowledge`` is a :class:`KnowledgeTrace` or its saved (mapping) form; 0 when nothing was read.
+
+    Examples
+    --------
+    >>> import crux_nb
+    >>> from crux_nb.retrieval.trace import knowledge_input_chars
+    >>> kb = crux_nb.datasets.load_tiny(communities=True)
+    >>> model = crux_nb.models.OfflineModel()
+    >>> def knowledge(scan):
+    ...     steps = [crux_nb.global_search(model=model, scan=scan)]
+    ...     return kb.recipe(steps=steps).retrieve_with_trace("Who runs Atlas?").trace.steps[0].knowledge
+    >>> scan_all, adaptive = knowledge("all"), knowledge("adaptive")
+    >>> scan_all.input_chars == scan_all.preflight["input_chars"]  # scan all: the map batches
+    True
+    >>> adaptive.input_chars == adaptive.adaptive.spent_chars  # adaptive: ratings + map batches
+    True
+    >>> knowledge_input_chars({"preflight": {"input_chars": 120}}), knowledge_input_chars(None)
+    (120, 0)
+    """
+    if knowledge is None:
+        return 0
+    adaptive = _field(knowledge, "adaptive")
+    if adaptive is not None:
+        return int(_field(adaptive, "spent_chars") or 0)
+    preflight = _field(knowledge, "preflight")
+    return int(_field(preflight, "input_chars") or 0) if preflight is not None else 0

@@ -5,6 +5,8 @@
     view                    # the widget (static HTML where no widget manager runs)
     view.selected.path      # the path of the hit selected in the page
     view.to_frame()         # one row per added hit
+
+Displaying a view publishes the widget and its static HTML, so an exported notebook shows the view too.
 """
 
 from ._expansion_data import ExpansionData, expansion_data, path_text

@@ -138,6 +138,7 @@ class CoverageData:
     rating_calls: int | None = None
     budget_chars: int | None = None  # adaptive: the character budget (None: no budget)
     spent_chars: int | None = None  # adaptive: rating + map characters the descent spent
+    input_chars: int = 0  # the run's input chars (crux_nb.retrieval.trace.knowledge_input_chars)
     fallback: str | None = None  # adaptive: the fallback rule
     findings: tuple[CoverageFinding, ...] = ()
     has_hits: bool = True  # False for a trace without its result's hits

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..display.html import STYLE, clip, esc
+from ..display.html import STYLE, clip, esc, warnings_html
 from ._coverage_data import CoverageData, CoverageFinding
 from ._coverage_rows import STATUS_LABELS, STATUSES, coverage_nodes
 from .layout import TreeNode, legend_html, plural as _plural, tree_layout, tree_svg
@@ -40,7 +40,7 @@ COVERAGE_STYLE = """<style>
 .crux .crux-ref{font-family:var(--jp-code-font-family,monospace);font-size:12px}
 .crux table.crux-table tr.crux-selected td{background:#fff1f2}
 .crux table.crux-table tr.crux-selected td:first-child{box-shadow:inset 3px 0 0 #e11d48}
-.crux.crux-graph-box{overflow:auto;max-width:100%;max-height:560px}
+.crux.crux-graph-box{overflow:auto;max-width:100%;max-height:600px;resize:vertical}
 .crux table.crux-detail-table{border-collapse:collapse}
 .crux table.crux-detail-table th{text-align:left;vertical-align:top;padding:1px 12px 1px 0;color:#555;font-weight:600}
 .crux table.crux-detail-table td{padding:1px 0;vertical-align:top}
@@ -93,7 +93,7 @@ def header_html(data: CoverageData) -> str:
     badge = "".join(f'<span class="crux-badge crux-badge-{esc(k)}">{esc(k)}: {esc(v)}</span>' for k, v in badges
                     if v is not None)
     gens = ", ".join(data.generations) or "none"
-    warn = "".join(f'<div class="crux-muted">⚠ {esc(w)}</div>' for w in data.warnings)
+    warn = warnings_html(data.warnings)
     return (f'{STYLE}{COVERAGE_STYLE}<div class="crux crux-coverage-part crux-header">'
             f'<div class="crux-title">{esc(title)}</div><div>{badge}</div>'
             f'<div class="crux-basis"><b>coverage {esc(data.coverage)}</b>: {esc(data.coverage_basis)}</div>'
@@ -142,11 +142,13 @@ def _preflight_table(data: CoverageData) -> str:
     batches = len(data.batches)
     rows = [("reports", pre.get("reports"), data.processed.get("reports", 0)),
             ("batches", pre.get("batches"), batches),
-            ("input chars", pre.get("input_chars"), sum(b.input_chars for b in data.batches)),
+            ("input chars", pre.get("input_chars"), data.input_chars),
             ("map calls", pre.get("calls"), counts["map"] if logged else None)]
     body = []
     for name, planned, actual in rows:
-        bad = planned is not None and actual is not None and planned != actual
+        # adaptive: the input chars add the rating calls, which the preflight does not plan (the note says so)
+        bad = planned is not None and actual is not None and planned != actual and not (
+            data.adaptive and name == "input chars")
         shown = "not logged" if actual is None else f"{actual:,}" if isinstance(actual, int) else str(actual)
         cls = ' class="crux-mismatch"' if bad else ""
         body.append(f'<tr data-row="{esc(name)}"><th>{esc(name)}</th>'
@@ -164,7 +166,8 @@ def _preflight_table(data: CoverageData) -> str:
                     f'<td>{len(data.calls)}</td></tr>')
     note = ""
     if data.adaptive:
-        note = '<div class="crux-muted">adaptive: the preflight counts map calls only, not rating calls</div>'
+        note = ('<div class="crux-muted">adaptive: the preflight is the scan-all plan (map calls only); the actual '
+                'input chars include the rating calls</div>')
     elif not logged:
         note = '<div class="crux-muted">no call log recorded</div>'
     return ('<div class="crux-card crux-preflight"><div class="crux-title">preflight vs actual</div>'
@@ -182,7 +185,7 @@ def _adaptive_card(data: CoverageData) -> str:
     text = (f"threshold {data.threshold} · {_plural(data.rating_calls or 0, 'rating call')} · "
             f"{rated} rated · {len(by['visited'])} visited · {len(by['skipped'])} skipped · "
             f"{len(by['truncated'])} truncated · fallback {data.fallback} chose {chosen} · {budget}, "
-            f"spent {data.spent_chars or 0:,}")
+            f"input chars {data.input_chars:,}")
     return (f'<div class="crux-card crux-adaptive"><div class="crux-title">adaptive descent</div>'
             f'<div>{esc(text)}</div></div>')
 
@@ -245,9 +248,9 @@ def batches_html(data: CoverageData) -> str:
                     f'<td class="crux-ref">{esc(b.prompt_id)}</td><td class="crux-batch-reports">{len(b.community_ids)}'
                     f'</td><td class="crux-batch-communities">{names}</td>'
                     f'<td class="crux-batch-chars">{b.input_chars:,}</td><td>{esc(call)}</td></tr>')
-    head = "".join(f"<th>{h}</th>" for h in ("batch", "prompt", "reports", "communities", "input chars", "map call"))
+    head = "".join(f"<th>{h}</th>" for h in ("batch", "prompt", "reports", "communities", "report chars", "map call"))
     total = sum(b.input_chars for b in data.batches)
-    title = f"batches: {len(data.batches)} map {'call' if len(data.batches) == 1 else 'calls'}, {total:,} input chars"
+    title = f"batches: {len(data.batches)} map {'call' if len(data.batches) == 1 else 'calls'}, {total:,} report chars"
     return (f'<div class="crux crux-coverage-part crux-batches"><div class="crux-title">{esc(title)}</div>'
             f'<table class="crux-table crux-batch-table"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody>'
             f'</table></div>')

@@ -15,6 +15,7 @@ from .._hashing import stable_hash
 from ..errors import ParameterError
 from ..community import Finding, Report
 from ..retrieval.globalsearch.descent import Batch, Rating
+from ..retrieval.trace import knowledge_input_chars
 from ._coverage_data import OWNER, SEARCH_LIMIT, STEP_KIND, CallInfo, CoverageData, CoverageFinding, _get, _natural, _ref
 
 __all__ = ["coverage_data", "resolve_citation", "chunk_texts"]
@@ -253,7 +254,8 @@ def coverage_data(result: Any, *, kb: Any = None) -> CoverageData:
         truncations=tuple(dict(t) if isinstance(t, Mapping) else {"kind": str(t)} for t in _get(k, "truncations", ()) or ()),
         calls=_calls(_get(k, "calls")), units=units, batches=batches, excluded=excluded,
         mapped=tuple(map(str, details.get("selected", ()) or ())), threshold=threshold, ratings=ratings,
-        rating_calls=rating_calls, budget_chars=budget, spent_chars=spent, fallback=fallback, findings=tuple(findings), has_hits=has_hits, texts=chunk_texts(kb, refs),
+        rating_calls=rating_calls, budget_chars=budget, spent_chars=spent,
+        input_chars=knowledge_input_chars(k), fallback=fallback, findings=tuple(findings), has_hits=has_hits, texts=chunk_texts(kb, refs),
         kb_given=kb is not None, others=_others(kb, excluded, generations),
         warnings=tuple(map(str, _get(step, "warnings", ()) or ())),
         support=None if _get(k, "support") is None else dict(_get(k, "support")))

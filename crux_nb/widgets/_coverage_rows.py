@@ -7,15 +7,16 @@ communities out for the tree drawing, each with its status (``STATUSES``) and to
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 import pandas as pd
 
 from ..errors import ParameterError
 from .layout import TreeNode, fmt
 
-if TYPE_CHECKING:
-    from ._coverage_data import CoverageData
+# ``data`` below is a CoverageData, read by attribute only: importing its module here would close a
+# cycle (_coverage_data's to_frame() and tree_order() call down into this module).
+CoverageData = Any
 
 __all__ = ["FRAME_COLUMNS", "STATUSES", "STATUS_LABELS", "coverage_frame", "coverage_nodes", "rating_text"]
 

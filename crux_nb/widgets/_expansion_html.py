@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable
 
-from ..display.html import STYLE, clip, esc
+from ..display.html import STYLE, clip, esc, warnings_html
 from ..retrieval.expand import Expansion
 from ._expansion_data import ARROW_LEFT, ARROW_RIGHT, ExpansionData, reason_text
 
@@ -279,7 +279,7 @@ def header_html(data: ExpansionData, shown: Iterable[Expansion]) -> str:
         title += f" ({len(shown)} shown)"
     legend = "".join(f'<span class="crux-key crux-key-{k}">{k}</span>' for k in ("seed", "entity", "chunk", "hit"))
     legend += '<span class="crux-key crux-key-on">selected path</span>'
-    warn = "".join(f'<div class="crux-muted">⚠ {esc(w)}</div>' for w in data.warnings)
+    warn = warnings_html(data.warnings)
     if data.filled:  # added without a graph route: say so, since they have no path to draw
         f = len(data.filled)
         warn += (f'<div class="crux-muted">+ {f} hit{"s" if f != 1 else ""} from the retrieve step\'s next candidates '

@@ -2,7 +2,10 @@
 (:class:`TreeNode`, :func:`tree_layout`, :func:`tree_svg`) and the colour legend.
 
 The tree is drawn left to right: one column per level (roots at the left, leaves at the right), one
-row per leaf, each parent centred on its children. Output is deterministic and every string escaped.
+row per leaf, each parent on the row of its first child, so a root is always in the top-left corner
+of the scroll box (a parent centred on 500 leaves would sit thousands of pixels down). The SVG keeps its
+natural size (12 px text) and the box scrolls: a large tree stays readable instead of being scaled down.
+Output is deterministic and every string escaped.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ def tree_layout(nodes: Iterable[TreeNode]) -> tuple[dict[str, tuple[int, float]]
     """``{id: (column, row)}`` and the ids in drawing (depth-first) order.
 
     Columns follow levels (the highest level at the left); a child sits at least one column right
-    of its parent. Leaves take consecutive rows; a parent is centred on its first and last child.
+    of its parent. Leaves take consecutive rows; a parent sits on its first child's row.
     A node whose parent is not drawn is a root.
     """
     nodes = list(nodes)
@@ -72,7 +75,7 @@ def tree_layout(nodes: Iterable[TreeNode]) -> tuple[dict[str, tuple[int, float]]
         kids = sorted((c for c in children.get(node.id, ()) if c.id not in pos), key=key)
         rows = [place(c, col + 1) for c in kids]
         if rows:
-            row = (rows[0] + rows[-1]) / 2
+            row = rows[0]
         else:
             row = float(next_row)
             next_row += 1
@@ -105,7 +108,7 @@ def tree_svg(nodes: Iterable[TreeNode], colors: Mapping[str, tuple[str, str]], *
         return MARGIN + col * (NODE_W + COL_GAP), MARGIN + row * (NODE_H + ROW_GAP)
 
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="{esc(css)}" width="{fmt(width)}" height="{fmt(height)}" '
-           f'viewBox="0 0 {fmt(width)} {fmt(height)}" style="max-width:100%;height:auto" role="img" '
+           f'viewBox="0 0 {fmt(width)} {fmt(height)}" style="max-width:none" role="img" '
            f'aria-label="{esc(label)}" font-family="sans-serif" font-size="12">']
     edges = [(by_id[i].parent_id, i) for i in order if by_id[i].parent_id in pos and by_id[i].parent_id != i]
     for a, b in sorted(edges, key=lambda e: e in on_edges):  # highlighted edges on top

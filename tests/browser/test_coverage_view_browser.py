@@ -107,7 +107,7 @@ def test_coverage_basis_batches_and_hierarchy_render(lab_page, expected, jupyter
     # the adaptive descent: its fallback rule, how many communities it chose, the budget and the spend
     card = words(view.locator(".crux-adaptive").inner_text())
     chosen = {r.community_id for r in expected.ratings if r.fallback}
-    assert f"fallback {expected.fallback} chose {len(chosen)}" in card and f"spent {expected.spent_chars:,}" in card
+    assert f"fallback {expected.fallback} chose {len(chosen)}" in card and f"input chars {expected.spent_chars:,}" in card
     # batches: index, communities and input characters
     batches = view.locator(".crux-batch-row")
     assert batches.count() == len(expected.batches) >= 1

@@ -54,6 +54,8 @@ Path("selected.txt").write_text(view.selected_id or "")
 _ = Path("ready.txt").write_text("ready")
 '''
 
+# the live widget's rows (the static copy published beside it is in the page too, hidden by the widget)
+LIVE_ROWS = ".jp-OutputArea .crux-expansion:not(.crux-expansion-static) .crux-hit-row"
 SCRIPT_TEXT = '<script>window.__crux_pwned = 1; alert("crux")</script>'
 
 
@@ -85,6 +87,10 @@ def test_paths_render(lab_page, expected, jupyter_lab):
     # the live widget, not the static fallback
     assert view.locator(".crux-hit-select select").count() == 1
     assert view.locator(".crux-expansion-static").count() == 0
+    # the static copy (for exported pages) is published as a second output; the live widget hides it
+    static = page.locator(".jp-OutputArea .crux-static-export")
+    assert static.count() == 1 and static.locator(".crux-expansion-static").count() == 1
+    assert not static.is_visible() and not page.locator(".jp-OutputArea-child:has(.crux-static-export)").is_visible()
     rows = view.locator(".crux-hit-row")
     assert rows.count() == len(expected.expansions) == 4
     assert [rows.nth(i).get_attribute("data-key") for i in range(4)] == [x.key for x in expected.expansions]
@@ -137,9 +143,9 @@ def test_edge_type_filter_in_the_page(lab_page, jupyter_lab):
     view = widget(page)
     types = view.locator(".crux-filter-types select")
     types.select_option(["mentions"])
-    page.wait_for_function("document.querySelectorAll('.jp-OutputArea .crux-expansion .crux-hit-row').length === 2")
+    page.wait_for_function(f"document.querySelectorAll('{LIVE_ROWS}').length === 2")
     assert "related" not in " ".join(view.locator(".crux-hit-row .crux-path").all_inner_texts())
     # the selected hit was filtered out: the kernel moved the selection to the first shown hit
     wait_for_file(jupyter_lab.notebooks / "selected.txt", "demo:notes:c1")
     types.select_option(["mentions", "related"])
-    page.wait_for_function("document.querySelectorAll('.jp-OutputArea .crux-expansion .crux-hit-row').length === 4")
+    page.wait_for_function(f"document.querySelectorAll('{LIVE_ROWS}').length === 4")
