@@ -34,14 +34,13 @@ def knowledge_base(*, id: str = "kb", namespace: str | None = None, chunk_size: 
                    tokenizer: str = DEFAULT_SETTINGS.tokenizer) -> KnowledgeBase:
     """Create an empty knowledge base.
 
-    The lexical settings (saved with the knowledge base; ``BM25Leg(...)`` overrides them per step) say how text
-    becomes BM25 terms: ``language`` (``"en"``, ``"fr"``, ``"de"``, ``"zh"``... or its English name);
-    ``stopwords``: ``"auto"`` (the language's list, or none when the text reads as code: there, stop words are
-    keywords), ``"language"`` (the language's list, if bm25s ships one), ``None`` (none), another language's code,
-    or your own list of words; ``stemmer``: ``None``, ``"language"`` or a language code (needs PyStemmer:
-    ``pip install 'crux_nb[stem]'``); ``tokenizer``: ``"crux"`` (identifiers such as ``dict.setdefault`` and
-    ``--verbose`` kept whole beside their parts, CJK text split into character bigrams) or ``"bm25s"``
-    (bm25s' own split). See :mod:`crux_nb.store.lexical`.
+    The lexical settings (saved with it; ``BM25Leg(...)`` overrides them per step) say how text becomes BM25 terms:
+    ``language`` (``"en"``, ``"fr"``, ``"de"``, ``"zh"``... or its English name); ``stopwords``: ``"auto"`` (the
+    language's list, or none when the text reads as code: there, stop words are keywords), ``"language"`` (the
+    language's list, if bm25s ships one), ``None`` (none), another language's code, or your own list of words;
+    ``stemmer``: ``None``, ``"language"`` or a language code (needs PyStemmer: ``crux_nb[stem]``); ``tokenizer``:
+    ``"crux"`` (identifiers such as ``dict.setdefault`` and ``--verbose`` kept whole beside their parts, CJK text split
+    into character bigrams) or ``"bm25s"`` (bm25s' own split). See :mod:`crux_nb.store.lexical`.
 
     >>> import crux_nb
     >>> kb = crux_nb.knowledge_base(id="docs")

@@ -61,11 +61,10 @@ OFFLINE_MODEL_VERSION = "6"  # 2: cleaner entity graph (offline_names); 3: whole
 #                              markup noise, types from context, acronyms only by definition) and map scores
 #                              weighted by the corpus idf the units carry, dotted numbers one term; 6: reST markup
 #                              (substitutions, directives, roles, targets, literal blocks) and <placeholder> templates
-#: Chunk text per ``extract`` call that ``kb.extract_entities`` uses for this model by default: a whole source up
-#: to this size (the rules count how a word is written across the input, so a larger input is better evidence);
-#: a longer one is cut into calls of this size, as the rules' time grows faster than their input (each chunk is
-#: searched for every name found): 3.5 MB in 2 calls took 166 s against 33 s as 64 files. Above the longest source
-#: of the bundled and benchmark corpora (A Christmas Carol, 159k characters), so their graphs are unchanged.
+#: Chunk text per ``extract`` call that ``kb.extract_entities`` uses for this model by default: a whole source up to
+#: this size (the rules count how a word is written across the input: more input, better evidence); a longer one is
+#: cut, as the rules' time grows faster than their input: 3.5 MB in 2 calls took 166 s against 33 s as 64 files.
+#: Above the longest source of the bundled and benchmark corpora (A Christmas Carol, 159k characters).
 EXTRACT_BATCH_CHARS = 200_000
 EXTRACTORS = ("rules", "spacy")
 MAP_SCORES = ("idf", "match", "batch-bm25")
