@@ -60,7 +60,8 @@ def canned_answer(payload: dict) -> dict:
     schema = (payload.get("response_format") or {}).get("json_schema", {}).get("schema", {})
     task = task_of(payload)
     if task == "extract":  # capitalised word pairs of each "[chunk id] text" prompt line are the entities
-        chunks = set(_enum(schema, "properties", "mentions", "items", "properties", "chunk_id"))
+        # chunks are shown as "[1] text", "[2] text", ... and cited by that number (the schema's enum)
+        chunks = {str(n) for n in _enum(schema, "properties", "mentions", "items", "properties", "chunk_id")}
         texts: dict[str, str] = {}
         current = None
         for line in payload["messages"][1]["content"].splitlines():  # a chunk's text runs to the next "[id] "
@@ -72,9 +73,9 @@ def canned_answer(payload: dict) -> dict:
                 texts[current] += "\n" + line
         found = {c: sorted(set(re.findall(r"\b[A-Z][a-z]+ [A-Z][a-z]+\b", t))) for c, t in texts.items()}
         names = sorted({n for ns in found.values() for n in ns})
-        return {"entities": [{"name": n, "type": "thing", "aliases": []} for n in names],
-                "mentions": [{"chunk_id": c, "name": n} for c, ns in sorted(found.items()) for n in ns],
-                "related": [{"from": ns[0], "to": ns[1], "description": "appears with", "chunk_ids": [c]}
+        return {"entities": [{"name": n, "type": "person", "aliases": []} for n in names],
+                "mentions": [{"chunk_id": int(c), "name": n} for c, ns in sorted(found.items()) for n in ns],
+                "related": [{"from": ns[0], "to": ns[1], "description": "appears with", "chunk_ids": [int(c)]}
                             for c, ns in sorted(found.items()) if len(ns) > 1]}
     if task == "write_report":
         refs = _enum(schema, "properties", "findings", "items", "properties", "evidence", "items")
