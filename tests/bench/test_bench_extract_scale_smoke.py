@@ -1,7 +1,8 @@
 """Smoke test for ``bench/extract_scale.py``: the ``--small`` run (300 and 900 passages, this checkout and the code
 before issue 35, each in its own process; the script exits non-zero when the two extracted graphs differ) writes
 its table and summary, with a positive per-passage time on both sides at both sizes and a flatness verdict that
-follows from them. Timings are reported, never asserted."""
+follows from them. Timings are reported, never asserted. The passages are the shared multi-hop samples
+(skips without ``../shared/data`` unless ``CRUX_REQUIRE_SYSTEM=1``)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,11 @@ from bench_summary import load_summary, run_small, summary_problems
 
 SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "extract_scale.py"
 
+pytestmark = pytest.mark.shared_data
 
-def test_extract_scale_small(tmp_path):
+
+def test_extract_scale_small(tmp_path, shared_data):
+    assert (shared_data / "multihop" / "2wiki" / "corpus.json").is_file()
     out = tmp_path / "extract_scale_small.md"
     _proc, text = run_small(SCRIPT, out)
     assert "hashed equal on both sides" in text and "code before issue 35 (fe656db)" in text
