@@ -50,6 +50,13 @@ BENCHMARKS = [
      "lexical_settings"),
     ("document formats: add_path throughput per format, files read vs skipped, long-document extraction (CMake help)",
      "ingest_formats.py", "ingest_formats"),
+    ("first traversal in a fresh install: no stall while the compiled loop compiles", "first_call.py", "first_call"),
+    ("offline extraction per document as the corpus grows, vs the code before issue 35", "extract_scale.py",
+     "extract_scale"),
+    ("one small edit on a big knowledge base (add_text, remove, add_edges), vs the code before issue 35",
+     "edit_cost.py", "edit_cost"),
+    ("save, reopen, first query and incremental save of a big knowledge base, vs the code before issue 35",
+     "store_cost.py", "store_cost"),
 ]
 PLOTS_DIR = BENCH_DIR / "plots"
 HISTORY = BENCH_DIR / "HISTORY.md"  # hand-kept before/after notes, appended to RESULTS.md
