@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConflictError, LeaseError, StorageError
-from .generations import FORMAT, GEN, committed, current_pointer, folders, inside, number, read_base
+from .generations import FORMAT, GEN, fsync_dir, committed, current_pointer, folders, inside, number, read_base
 
 __all__ = ["committed", "next_number", "claim", "switch", "clean", "discard", "taken_over", "storage_error"]
 
@@ -82,7 +82,7 @@ def claim(root: Path, tmp: Path, generation: str, *, base: str | None) -> Path:
             raise _conflict(root, f"generation {generation} was claimed by another save", current=None,
                             base=base) from None
         raise storage_error(root, exc, "claiming the new generation") from None
-    _fsync_dir(final.parent)
+    fsync_dir(final.parent)
     return final
 
 
@@ -167,11 +167,3 @@ def storage_error(root: Path, exc: OSError, doing: str) -> StorageError:
                                              "check the disk and save again; the previous generation is untouched."))
     return StorageError(f"kb.save(): {what} while {doing} in {str(root)!r}; nothing was committed.", code=code,
                         hint=hint)
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -20,7 +20,7 @@ import pandas as pd
 
 from ..errors import NotFoundError, StorageError
 
-__all__ = ["Base", "READ_VERSIONS", "history", "current_pointer", "read_base", "inside"]
+__all__ = ["Base", "READ_VERSIONS", "history", "current_pointer", "read_base", "inside", "fsync_dir"]
 
 FORMAT = "crux_nb"
 #: The ``format_version`` values this crux_nb reads (1: one Parquet file per table; 2: one dataset per table).
@@ -192,3 +192,12 @@ def history(path: str | os.PathLike) -> pd.DataFrame:
         rows.append({"generation": generation, "current": generation == current, **counts, "saved_at": saved_at})
     return pd.DataFrame(rows, columns=["generation", "current", "documents", "chunks", "entities", "edges",
                                        "saved_at"])
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a folder's new entries durable (a rename or link is in the folder, not the file)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

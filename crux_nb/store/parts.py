@@ -36,7 +36,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .generations import generation_folder, inside, kept
+from .generations import fsync_dir, generation_folder, inside, kept
 
 __all__ = ["PART_BYTES", "PartPool", "part_pool", "cut_points", "write_table", "sha256_file", "fsync_dir", "remember",
            "link_unchanged"]
@@ -276,12 +276,3 @@ def sha256_file(path: Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
-
-
-def fsync_dir(path: Path) -> None:
-    """Make a folder's new entries durable (a rename or link is in the folder, not the file)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
