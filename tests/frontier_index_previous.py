@@ -1,7 +1,7 @@
 """``TraversalIndex.__init__`` as it was before the build was vectorised (main at ea32ef5,
 ``crux_nb/graph/frontier_index.py``): a Python loop projecting every chunk, section and document through
 ``StructureIndex.project``. ``tests/test_frontier_index_build.py`` checks the vectorised build against it array
-by array, and ``bench/traversal_build.py`` times both in the same run."""
+by array (``bench/traversal_build.py`` times this checkout against main's code)."""
 
 from __future__ import annotations
 
