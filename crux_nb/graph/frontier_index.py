@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..refs import DocumentRef, ParentRef, decode_ref, encode_ref
+from .structure import encoded_refs, required_codes, structural_entries
 
 __all__ = ["TraversalIndex", "View", "KIND_CHUNK", "KIND_ENTITY", "KIND_OTHER", "STRUCTURAL_TYPES", "HUB_SHARE",
            "HUB_MIN_CHUNKS", "hub_mask"]
@@ -46,48 +46,38 @@ class TraversalIndex:
 
     def __init__(self, state, adjacency):
         chunks, parents, docs = state.chunks, state.parents, state.documents
-        chunk_refs = chunks["ref"].tolist()
-        parent_refs = [encode_ref(ParentRef(s, p)) for s, p in zip(parents["source_id"], parents["parent_id"])]
-        doc_refs = [encode_ref(DocumentRef(s)) for s in docs["source_id"]]
-        refs = np.unique(np.asarray(list(adjacency.refs) + chunk_refs + parent_refs + doc_refs, dtype=object))
+        chunk_refs = chunks["ref"].to_numpy(dtype=object)
+        refs = np.unique(np.concatenate([np.asarray(adjacency.ref_array, dtype=object), chunk_refs,
+                                         encoded_refs("parent", parents["source_id"], parents["parent_id"]),
+                                         encoded_refs("document", docs["source_id"])]))
         self.refs = refs
-        self.code = {r: i for i, r in enumerate(refs.tolist())}
+        self.code = dict(zip(refs.tolist(), range(len(refs))))
         n = len(refs)
-        prefix = pd.Series(refs, dtype=object).str.split(":", n=1).str[0].to_numpy()
-        self.kind = np.where(prefix == "chunk", KIND_CHUNK, np.where(prefix == "entity", KIND_ENTITY, KIND_OTHER))
-        self.kind = self.kind.astype(np.int8)
+        self.kind = np.full(n, KIND_OTHER, dtype=np.int8)
+        for name, kind in (("chunk", KIND_CHUNK), ("entity", KIND_ENTITY)):
+            self.kind[_with_prefix(refs, name)] = kind
         self.type_names = list(dict.fromkeys(list(adjacency.type_names) + list(STRUCTURAL_TYPES)))
         tcode = {t: i for i, t in enumerate(self.type_names)}
-        self.chunk_code = np.array([self.code[r] for r in chunk_refs], dtype=np.int64)  # per chunk row
+        lookup = _lookup(refs)
+        self.chunk_code = required_codes(lookup(chunk_refs))  # per chunk row
         self.row_of_code = np.full(n, -1, dtype=np.int64)
         self.row_of_code[self.chunk_code] = np.arange(len(chunk_refs))
-        # structural entries, each node's list in neighbors() order (sorted projection)
-        s_node, s_peer, s_type, s_dir, s_pos = [], [], [], [], []
-        structure = _structure(state)
-        for ref in chunk_refs + parent_refs + doc_refs:
-            decoded = decode_ref(ref)
-            projected = sorted(structure.project(decoded.kind, decoded.segments(), ref))
-            node = self.code[ref]
-            for pos, (_, peer, t, d) in enumerate(projected):
-                s_node.append(node)
-                s_peer.append(self.code[peer])
-                s_type.append(tcode[t])
-                s_dir.append(0 if d == "out" else 1)
-                s_pos.append(pos)
-        remap = np.array([self.code[r] for r in adjacency.refs], dtype=np.int64)
-        p_node = remap[np.repeat(np.arange(len(adjacency.refs)), np.diff(adjacency.indptr))] if len(remap) else \
+        s_node, s_peer, s_type, s_dir = _sorted_structure(parents, chunks, docs, lookup, n)
+        s_type = np.array([tcode[t] for t in STRUCTURAL_TYPES], dtype=np.int32)[s_type]
+        remap = required_codes(lookup(np.asarray(adjacency.ref_array, dtype=object)))
+        p_node = remap[np.repeat(np.arange(len(remap)), np.diff(adjacency.indptr))] if len(remap) else \
             np.zeros(0, dtype=np.int64)
         p_peer = remap[adjacency.peer] if len(remap) else np.zeros(0, dtype=np.int64)
         ptype_map = np.array([tcode[t] for t in adjacency.type_names], dtype=np.int32)
         p_type = ptype_map[adjacency.etype] if len(ptype_map) else np.zeros(0, dtype=np.int32)
-        node = np.concatenate([np.asarray(s_node, dtype=np.int64), p_node])
+        node = np.concatenate([s_node, p_node])
         section = np.concatenate([np.zeros(len(s_node), dtype=np.int8), np.ones(len(p_node), dtype=np.int8)])
-        pos = np.concatenate([np.asarray(s_pos, dtype=np.int64), np.arange(len(p_node), dtype=np.int64)])
-        order = np.lexsort((pos, section, node))
+        # both parts arrive in their final order within a node: a stable sort only puts structure first
+        order = np.lexsort((section, node))
         self.node = node[order]
-        self.peer = np.concatenate([np.asarray(s_peer, dtype=np.int64), p_peer])[order]
-        self.etype = np.concatenate([np.asarray(s_type, dtype=np.int32), p_type])[order]
-        self.direction = np.concatenate([np.asarray(s_dir, dtype=np.int8),
+        self.peer = np.concatenate([s_peer, p_peer])[order]
+        self.etype = np.concatenate([s_type, p_type])[order]
+        self.direction = np.concatenate([s_dir.astype(np.int8),
                                          np.asarray(adjacency.direction, dtype=np.int8)])[order]
         self.indptr = np.concatenate([[0], np.cumsum(np.bincount(self.node, minlength=n))]).astype(np.int64)
         self._views: dict[tuple, View] = {}
@@ -187,7 +177,24 @@ class View:
         return texts[codes].tolist()
 
 
-def _structure(state):
-    from .structure import StructureIndex
+def _with_prefix(refs: np.ndarray, name: str) -> np.ndarray:
+    """Positions of the sorted ``refs`` whose text before the first ':' is ``name``: ``name`` itself and the
+    ``name:`` prefix range (';' follows ':'), found by bisection, not by splitting every ref."""
+    bounds = np.searchsorted(refs, np.array([name, name + ":", name + ";"], dtype=object))
+    exact = np.arange(bounds[0], bounds[1])
+    return np.concatenate([exact[refs[exact] == name], np.arange(bounds[1], bounds[2])]).astype(np.int64)
 
-    return StructureIndex(state.parents, state.chunks)
+
+def _lookup(refs: np.ndarray):
+    """Encoded refs -> their codes in the sorted ``refs`` (-1 when absent), by hash, not a dict per ref."""
+    index = pd.Index(refs, dtype=object)
+    return lambda values: index.get_indexer(np.asarray(values, dtype=object)).astype(np.int64)
+
+
+def _sorted_structure(parents, chunks, docs, lookup, n: int) -> tuple[np.ndarray, ...]:
+    """The structural entries (node, peer, type, direction), each node's in ``neighbors()`` order: ``project``'s
+    tuples sorted, i.e. by (ordinal, peer ref, type name, direction name). Codes of the sorted refs compare as the
+    refs do; ``hierarchy`` < ``sequence`` as the type codes 0 < 1; ``in`` < ``out`` reverses direction codes."""
+    node, peer, etype, direction, ordinal = structural_entries(parents, chunks, docs, lookup, n)
+    order = np.lexsort((-direction, etype, peer, ordinal, node))
+    return node[order], peer[order], etype[order], direction[order]

@@ -8,7 +8,9 @@ along ``sequence`` to the next and previous chunk of the whole source.
 
 from __future__ import annotations
 
+from typing import Callable
 
+import numpy as np
 import pandas as pd
 
 from ..refs import DocumentRef, ParentRef, encode_ref
@@ -83,3 +85,102 @@ class StructureIndex:
         if i > 0 and self._chunk_source[i - 1] == source:
             out.append((self._chunk_ord[i - 1], self._chunk_refs[i - 1], "sequence", "in"))
         return out
+
+
+def encoded_refs(kind: str, *columns: pd.Series) -> np.ndarray:
+    """``encode_ref`` of a column of refs of ``kind`` (one column per segment), as an object array.
+
+    >>> encoded_refs("parent", pd.Series(["a:b%", "c"]), pd.Series(["p1", "p2"])).tolist()
+    ['parent:a%3Ab%25:p1', 'parent:c:p2']
+    """
+    # encode_ref's escaping, column-wise: '%' first, so the '%' of an escaped ':' is not escaped again
+    escaped = [c.reset_index(drop=True).str.replace("%", "%25", regex=False).str.replace(":", "%3A", regex=False)
+               for c in columns]
+    joined = escaped[0]
+    for segment in escaped[1:]:
+        joined = joined + ":" + segment
+    return (kind + ":" + joined).to_numpy(dtype=object) if len(joined) else np.zeros(0, dtype=object)
+
+
+def structural_entries(parents: pd.DataFrame, chunks: pd.DataFrame, documents: pd.DataFrame,
+                       lookup: Callable[[np.ndarray], np.ndarray], n: int) -> tuple[np.ndarray, ...]:
+    """Every projected entry of every chunk, section and document row at once: (node, peer, type, direction,
+    ordinal) code arrays (type 0 ``hierarchy``, 1 ``sequence``; direction 0 ``out``, 1 ``in``), unordered.
+
+    What :meth:`StructureIndex.project` returns for each row's ref, a repeated ref once per row (its entries
+    repeated), so a build from these equals one from ``project`` row by row. ``lookup`` maps encoded refs to codes
+    (-1 when unknown) in ``range(n)``.
+    """
+    c_code = lookup(chunks["ref"].to_numpy(dtype=object))
+    c_ord = chunks["ordinal"].to_numpy(dtype=np.int64)
+    c_doc = lookup(encoded_refs("document", chunks["source_id"]))
+    c_par = _parent_codes(chunks, lookup)
+    p_code = lookup(encoded_refs("parent", parents["source_id"], parents["parent_id"]))
+    p_doc = lookup(encoded_refs("document", parents["source_id"]))
+    d_rows = np.bincount(_known(lookup(encoded_refs("document", documents["source_id"]))), minlength=n)
+    p_rows = np.bincount(_known(p_code), minlength=n)  # a repeated section projects once per row
+    p_ord = np.zeros(n, dtype=np.int64)
+    last = _last(p_code)  # a dict from the section rows: the last row's ordinal wins
+    p_ord[p_code[last]] = parents["ordinal"].to_numpy(dtype=np.int64)[last]
+    c_par = np.where((c_par >= 0) & (p_rows[c_par] > 0), c_par, -1)  # a gone section: the document is the parent
+    at = np.zeros(n, dtype=np.int64)
+    last = _last(c_code)  # a repeated chunk ref projects from its last row
+    at[c_code[last]] = last
+    parts = [_chunk_rows(c_code, c_ord, c_doc, c_par, chunks["source_id"], p_ord, at[c_code])]
+    # a section: in to its document, out to its chunks
+    parts.append((p_code, required_codes(p_doc), np.zeros(len(p_code)), np.ones(len(p_code)), p_ord[p_code]))
+    rows = np.repeat(np.flatnonzero(c_par >= 0), p_rows[c_par[c_par >= 0]])
+    parts.append((c_par[rows], c_code[rows], np.zeros(len(rows)), np.zeros(len(rows)), c_ord[rows]))
+    # a document: out to its sections and to its parentless chunks (not to those whose section is gone)
+    sections, first = np.unique(p_code, return_index=True)
+    doc = p_doc[first]
+    keep = np.repeat(np.arange(len(sections)), d_rows[doc] * (doc >= 0))
+    parts.append((doc[keep], sections[keep], np.zeros(len(keep)), np.zeros(len(keep)), p_ord[sections[keep]]))
+    loose = chunks["parent_id"].isna().to_numpy() & (c_doc >= 0)
+    rows = np.repeat(np.flatnonzero(loose), d_rows[c_doc[loose]])
+    parts.append((c_doc[rows], c_code[rows], np.zeros(len(rows)), np.zeros(len(rows)), c_ord[rows]))
+    return tuple(np.concatenate([np.asarray(p[i], dtype=np.int64) for p in parts]) for i in range(5))
+
+
+def _chunk_rows(code, ordinal, doc, parent, sources, p_ord, at) -> tuple[np.ndarray, ...]:
+    """A chunk row's entries, read at row ``at`` (its ref's last row): in from its section or else its
+    document, and ``sequence`` out to the next and in from the previous row of the same source."""
+    up = parent[at] >= 0
+    peer = np.where(up, parent[at], required_codes(np.where(up, 0, doc[at])))
+    ord_ = np.where(up, p_ord[np.maximum(parent[at], 0)], ordinal[at])
+    src = pd.factorize(sources)[0]
+    same = np.zeros(len(code) + 1, dtype=bool)  # same[i + 1]: rows i and i + 1 are of one source
+    same[1:-1] = src[1:] == src[:-1]
+    nxt, prv = np.flatnonzero(same[at + 1]), np.flatnonzero(same[at])
+    n_up, n_next, n_prev = len(code), len(nxt), len(prv)
+    return (np.concatenate([code, code[nxt], code[prv]]),
+            np.concatenate([peer, code[at[nxt] + 1], code[at[prv] - 1]]),
+            np.concatenate([np.zeros(n_up), np.ones(n_next + n_prev)]),
+            np.concatenate([np.ones(n_up), np.zeros(n_next), np.ones(n_prev)]),
+            np.concatenate([ord_, ordinal[at[nxt] + 1], ordinal[at[prv] - 1]]))
+
+
+def _parent_codes(chunks: pd.DataFrame, lookup) -> np.ndarray:
+    """Per chunk row: the code of its section's ref, -1 when it has none (or the ref is unknown)."""
+    out = np.full(len(chunks), -1, dtype=np.int64)
+    has = chunks["parent_id"].notna().to_numpy()
+    if has.any():
+        out[has] = lookup(encoded_refs("parent", chunks["source_id"][has], chunks["parent_id"][has]))
+    return out
+
+
+def _last(codes: np.ndarray) -> np.ndarray:
+    """The row of each distinct code's last occurrence (what a dict built from the rows keeps)."""
+    _, first_reversed = np.unique(codes[::-1], return_index=True)
+    return len(codes) - 1 - first_reversed
+
+
+def _known(codes: np.ndarray) -> np.ndarray:
+    return codes[codes >= 0]
+
+
+def required_codes(codes: np.ndarray) -> np.ndarray:
+    """``codes``, raising KeyError as a dict lookup would when a ref a projection names is not indexed."""
+    if len(codes) and codes.min() < 0:
+        raise KeyError("a ref the structure or the edges name is not among the indexed refs")
+    return codes
