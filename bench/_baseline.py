@@ -20,6 +20,9 @@ OUT = ROOT / "bench" / "out"
 # compare against "today's code" as it was when the issue was filed; once merged, ``main`` *is* the new code
 # (and a CI clone may have no local ``main`` at all), so they pin this commit; ``--baseline REF`` overrides it.
 BEFORE_ISSUE_35 = "fe656db"
+# main just before the traversal index was built in bulk (merge of branch travidx): bench/traversal_build.py's
+# baseline; it reads the saved-parts layout, which fe656db cannot
+BEFORE_BULK_TRAVERSAL_INDEX = "7291b3a"
 
 
 def checkout(ref: str = BEFORE_ISSUE_35) -> Path:

@@ -50,6 +50,8 @@ BENCHMARKS = [
      "lexical_settings"),
     ("document formats: add_path throughput per format, files read vs skipped, long-document extraction (CMake help)",
      "ingest_formats.py", "ingest_formats"),
+    ("traversal index build: the bulk build against the per-node one (100k chunks / 500k edges)", "traversal_build.py",
+     "traversal_build"),
     ("first traversal in a fresh install: no stall while the compiled loop compiles", "first_call.py", "first_call"),
     ("offline extraction per document as the corpus grows, vs the code before issue 35", "extract_scale.py",
      "extract_scale"),

@@ -1,10 +1,10 @@
 """Benchmark: building the traversal CSR ``expand_relations`` reads (``kb.reader.traversal_index``, built on a
-reader's first traversal), this checkout against main's code, in one run on one knowledge base (issue 35,
+reader's first traversal), this checkout against the code before it was built in bulk, in one run on one knowledge base (issue 35,
 compute part).
 
 Workload: ``bench/store_cost.py``'s, built and saved once: ``N`` chunks of real prose (20 per source), ``N/2``
 entities and ``E`` ``mentions`` edges from random chunks to random entities. Each side runs in its own
-subprocess (``crux_nb`` from this checkout, or from main's tree unpacked by ``bench/_baseline.py``) and, per
+subprocess (``crux_nb`` from this checkout, or from the earlier tree unpacked by ``bench/_baseline.py``) and, per
 repeat, opens the folder afresh, reads one neighbour list (the adjacency index, timed), then times
 ``reader.traversal_index``; the sides' arrays must hash equal. Then, in a fresh process per side (twice,
 alternated), the first ``retrieve + expand_relations`` query after ``crux_nb.open``.
@@ -69,46 +69,64 @@ def side_first(folder: str) -> dict:
     return {"first": time.perf_counter() - t0}
 
 
-def run(n_chunks: int, n_edges: int, repeats: int, baseline: str) -> str:
+def run(n_chunks: int, n_edges: int, repeats: int, baseline: str, out: Path, small: bool = False) -> str:
     from bench import store_cost
     from bench._baseline import checkout, run_side
-    from bench._common import load_average
+    from bench._common import load_average, markdown_table, write_summary, write_text
 
-    main_code = checkout(baseline)
+    old_code, baseline_name = checkout(baseline), f"code before the bulk build ({baseline})"
     with tempfile.TemporaryDirectory() as folder:
         built = store_cost.step_build(folder, n_chunks, n_edges)
-        sides = {"this": ROOT, baseline: main_code}
+        sides = {"this": ROOT, "before": old_code}
         build = {k: run_side(code, Path(__file__), ["--side", "build", folder, str(repeats)])
                  for k, code in sides.items()}
         first = {k: [] for k in sides}
         for k, code in list(sides.items()) * 2:  # alternated, best of two: a fresh process each
             first[k].append(run_side(code, Path(__file__), ["--side", "first", folder])["first"])
         first = {k: min(v) for k, v in first.items()}
-    ours, theirs = build["this"], build[baseline]
-    assert ours["digest"] == theirs["digest"], "the traversal index arrays differ from main's"
-    rows = [f"{built['chunks']:,} chunks, {built['edges']:,} edges, {ours['nodes']:,} nodes, {ours['entries']:,} "
-            f"entries; arrays hash equal ({ours['digest']}); load average {load_average()}"]
-    for name, key in (("first neighbors() (adjacency + structure indexes)", "adjacency"), ("TraversalIndex", "build")):
-        rows.append(f"{name}: {baseline} best {min(theirs[key]):.2f} s (median {statistics.median(theirs[key]):.2f}), "
-                    f"this best {min(ours[key]):.2f} s (median {statistics.median(ours[key]):.2f})")
-    rows.append(f"first query after open (retrieve + expand_relations, fresh process, best of 2): {baseline} "
-                f"{first[baseline]:.2f} s, this {first['this']:.2f} s")
-    return "\n".join(rows)
+    ours, theirs = build["this"], build["before"]
+    assert ours["digest"] == theirs["digest"], "the traversal index arrays differ from the code before"
+    size = f"{built['chunks']:,} chunks / {built['edges']:,} edges"
+    measures = [("first neighbors() after open: adjacency + structure indexes (s)", min(ours["adjacency"]),
+                 min(theirs["adjacency"]), None),
+                ("reader.traversal_index build, best of repeats (s)", min(ours["build"]), min(theirs["build"]),
+                 "ratio <= 1 (no slower than the per-node build)"),
+                ("first retrieve + expand_relations after open, fresh process, best of 2 (s)", first["this"],
+                 first["before"], None)]
+    rows, summary = [], []
+    for name, o, b, target in measures:
+        verdict = "info" if target is None else ("pass" if o <= b else "miss")
+        rows.append([name, f"{b:.2f}", f"{o:.2f}", f"{b / o:.1f}x", verdict])
+        summary.append({"measure": f"{name}, {size}", "ours": o, "baseline": b, "baseline_name": baseline_name,
+                        "target": target, "verdict": verdict})
+    text = "\n".join([
+        f"# Traversal index build (issue 35){' (small)' if small else ''}", "",
+        f"{size}, {ours['nodes']:,} nodes, {ours['entries']:,} entries; each side in its own process (the "
+        f"{baseline_name} unpacked by bench/_baseline.py), {repeats} repeats; the arrays hash equal "
+        f"({ours['digest']}). Shared 2-core machine, load average {load_average()}.", "",
+        markdown_table(["measure", "before s", "this checkout s", "before / this", "target"], rows), ""])
+    write_text(out, text)
+    write_summary(out, "traversal_build", summary)
+    return text
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--small", action="store_true", help="10k chunks / 50k edges")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--baseline", default="main")
+    parser.add_argument("--baseline", default=None, help="a commit (default: BEFORE_BULK_TRAVERSAL_INDEX)")
+    parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--side", nargs="+", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.side:
         kind, folder, *rest = args.side
         print(json.dumps(side_build(folder, int(rest[0])) if kind == "build" else side_first(folder)))
         return 0
+    from bench._baseline import BEFORE_BULK_TRAVERSAL_INDEX  # here: a side imports the earlier tree's bench/
+
     n_chunks, n_edges = (10_000, 50_000) if args.small else (100_000, 500_000)
-    print(run(n_chunks, n_edges, args.repeats, args.baseline))
+    out = args.out or ROOT / "bench" / "out" / f"traversal_build{'_small' if args.small else ''}.md"
+    print(run(n_chunks, n_edges, args.repeats, args.baseline or BEFORE_BULK_TRAVERSAL_INDEX, out, args.small))
     return 0
 
 
