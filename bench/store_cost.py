@@ -46,11 +46,6 @@ def _wchar() -> int:
         return int(next(line for line in fh if line.startswith("wchar")).split()[1])
 
 
-def _peak_mb() -> float:
-    with open("/proc/self/status") as fh:
-        return int(next(line for line in fh if line.startswith("VmHWM")).split()[1]) / 1024
-
-
 def _recipe(kb):
     from crux_nb import expand_relations, retrieve
 
@@ -91,13 +86,14 @@ def step_build(folder: str, n_chunks: int, n_edges: int) -> dict:
 
 def step_open(folder: str) -> dict:
     import crux_nb
+    from bench._common import hwm_mb
 
     t0 = time.perf_counter()
     kb = crux_nb.open(folder)
     opened = time.perf_counter() - t0
     _recipe(kb).retrieve(QUERIES[0])
     first = time.perf_counter() - t0
-    peak = _peak_mb()
+    peak = hwm_mb()  # the kernel's peak-RSS mark
     recipe = _recipe(kb)
     early = _query_times(recipe)  # while the compiled traversal loads in the background (numpy answers meanwhile)
     t0 = time.perf_counter()
@@ -115,13 +111,15 @@ def step_open(folder: str) -> dict:
 
 def _query_times(recipe, n: int = 30) -> tuple[float, float]:
     """p50 and p95 (ms) of ``n`` queries."""
+    from bench._common import percentile
+
     times = []
     for i in range(n):
         t = time.perf_counter()
         recipe.retrieve(QUERIES[i % len(QUERIES)] + f" {i}")
         times.append(time.perf_counter() - t)
     times.sort()
-    return 1000 * times[n // 2], 1000 * times[int(n * 0.95)]
+    return 1000 * percentile(times, 50), 1000 * percentile(times, 95)
 
 
 def step_edit(folder: str) -> dict:
