@@ -20,8 +20,9 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from contextlib import contextmanager
 from http.client import HTTPException
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ..errors import ModelError, ParameterError
 
@@ -55,15 +56,25 @@ def _hint(code: str, status: int | None, url: str, timeout: float) -> str:
 class Limiter:
     """How many calls may be in flight: ``limit``, lowered when calls time out while others run (queueing).
 
+    A call holds a slot through :meth:`slot`, which records the most calls in flight at any moment of it
+    (the company it had on the server, whichever arrived there first).
+
     >>> lim = Limiter(4)
     >>> lim.shrink(seen=3), lim.limit, lim.shrink(seen=2), lim.shrink(seen=1), lim.limit
     (True, 1, True, False, 1)
+    >>> first, second = [0], [0]
+    >>> with lim.slot(first):
+    ...     pass
+    >>> lim.set(2)  # a lower limit is kept; set() never raises it
+    >>> first, lim.limit
+    ([1], 1)
     """
 
     def __init__(self, limit: int):
         self.limit = limit
         self.inflight = 0
         self._cond = threading.Condition()
+        self._company: list[list[int]] = []
 
     def set(self, limit: int) -> None:
         with self._cond:
@@ -78,17 +89,23 @@ class Limiter:
             self.limit = max(1, min(self.limit, seen // 2))
             return True
 
-    def __enter__(self) -> int:
+    @contextmanager
+    def slot(self, company: list[int]) -> Iterator[None]:
+        """Wait for a free slot and hold it; ``company[0]`` becomes the most calls in flight while held."""
         with self._cond:
             while self.inflight >= self.limit:
                 self._cond.wait()
             self.inflight += 1
-            return self.inflight
-
-    def __exit__(self, *exc: Any) -> None:
-        with self._cond:
-            self.inflight -= 1
-            self._cond.notify_all()
+            self._company.append(company)
+            for record in self._company:  # a later arrival is company for every call already running
+                record[0] = max(record[0], self.inflight)
+        try:
+            yield
+        finally:
+            with self._cond:
+                self.inflight -= 1
+                self._company = [record for record in self._company if record is not company]
+                self._cond.notify_all()
 
 
 class Secret:
@@ -283,8 +300,7 @@ class JsonEndpoint:
     def _once(self, path: str, data: bytes, attempt: int, seen: list[int]) -> dict[str, Any]:
         request = urllib.request.Request(self.url(path), data=data, headers=self.headers(), method="POST")
         # the timeout starts once the call leaves this client's queue: a call waiting here is not running
-        with self.limiter as inflight:
-            seen[0] = max(inflight, self.limiter.inflight)
+        with self.limiter.slot(seen):
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 raw = response.read()
         try:

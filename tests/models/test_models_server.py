@@ -3,6 +3,7 @@ against small real HTTP servers on the loopback interface that answer as llama.c
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -160,31 +161,33 @@ def test_connection_errors_name_the_url():
 
 
 def test_calls_queued_on_a_one_slot_server_are_not_failed_as_timeouts():
-    """A server that generates one answer at a time (0.5 s each) and a 1.2 s timeout: the third of three calls
-    made at once times out while queued; the client lowers its limit and retries it, not counted as an attempt."""
-    import time
-
-    gate = threading.Lock()
+    """Three calls at once; the server holds them until all three arrived, answers two and keeps the third
+    past the client's timeout (it sat in the server's queue). Whichever call that is, it had company: the
+    client lowers its limit to one and retries it without counting an attempt (``max_retries=0``)."""
+    arrived = threading.Barrier(3, timeout=10)
+    order = itertools.count()
+    release = threading.Event()
     server = Server({})
     handler = server.http.RequestHandlerClass
     try:
-        model = ChatModel(base_url=server.url, model="m", max_retries=0, timeout=1.2, max_concurrency=3)
-        handler_post_replies = [ok(RATE) for _ in range(12)]  # every POST answers the rating
+        model = ChatModel(base_url=server.url, model="m", max_retries=0, timeout=1.5, max_concurrency=3)
 
         def answer(self):
-            with gate:
-                time.sleep(0.5)
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-                server.posts.append(("/v1/chat/completions", body))
-                status, reply = handler_post_replies.pop(0)
-                data = json.dumps(reply).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+            server.posts.append(("/v1/chat/completions", body))
+            if len(server.posts) <= 3:
+                arrived.wait()
+                if next(order) == 2:  # the last of the three to be served: queued past the timeout
+                    release.wait(timeout=10)
+                    return
+            data = json.dumps(ok(RATE)[1]).encode()
+            try:
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
 
         handler.do_POST = answer
         results, errors = [], []
@@ -201,6 +204,8 @@ def test_calls_queued_on_a_one_slot_server_are_not_failed_as_timeouts():
         for t in threads:
             t.join()
         assert errors == [] and results == [RATE] * 3
+        assert len(server.posts) == 4  # three calls and one retry of the call that timed out in the queue
         assert model._state["endpoint"].limiter.limit == 1  # learned: one call at a time
     finally:
+        release.set()
         server.close()
