@@ -155,7 +155,7 @@ def test_json_schema_rejection_falls_back_to_json_object(fake_openai):
 
 def test_api_key_never_shown(fake_openai, tmp_path, caplog, monkeypatch):
     monkeypatch.setenv("CRUX_API_KEY", KEY)
-    m = ChatModel(base_url=fake_openai.base_url, model="test-model", timeout=0.3, max_retries=0)
+    m = ChatModel(base_url=fake_openai.base_url, model="test-model", timeout=10, max_retries=0)
     assert m.api_key is not None  # taken from the environment
     fake_openai.script(ok(fake_openai), fake_openai.Reply(503, {"error": {"message": KEY}}), ok(fake_openai, "not json"), ok(fake_openai, "nope"))
     log = CallLog()
