@@ -169,7 +169,7 @@ def test_a_part_file_vanishing_under_a_reader_is_a_coded_error(tmp_path, monkeyp
     def vanished(path):
         raise FileNotFoundError(2, "No such file", str(path))
 
-    monkeypatch.setattr(persist, "_sha256", vanished)
+    monkeypatch.setattr(persist, "_read_bytes", vanished)
     with pytest.raises(StorageError) as info:
         crux_nb.open(folder)
     assert info.value.code == "generation_removed"

@@ -165,7 +165,9 @@ def build_index(state: Any, *, k1: float, b: float, settings: LexicalSettings) -
     if not pieces:
         return LexicalIndex(shared, *_EMPTY, np.zeros(0, np.int64), k1=k1, b=b)
     terms = np.concatenate([a[0] for _, a in pieces])
-    rows = np.concatenate([a[1] + start for start, a in pieces])
+    local = np.concatenate([a[1] for _, a in pieces])  # then one shift by each source's first row, not one per source
+    rows = (local + np.repeat(np.asarray([start for start, _ in pieces], dtype=np.int64),
+                              [len(a[1]) for _, a in pieces])).astype(local.dtype, copy=False)
     tfs = np.concatenate([a[2] for _, a in pieces])
     lengths = np.concatenate([a[3] for _, a in pieces])
     return LexicalIndex(shared, terms, rows, tfs, lengths, k1=k1, b=b)
