@@ -112,7 +112,7 @@ def _read_frame(root: Path, folder: Path, entry: dict, *, verify: bool) -> pa.Ta
             raise ValueError("not a part file name")
         file = inside(root, folder / part["file"], "an index part")
         # read once, checked and decoded from the same bytes (a ChecksumMismatch is a ValueError)
-        table = read_part(read_bytes(file), part["sha256"] if verify else None)
+        table = read_part(read_bytes(file), part["sha256"], verify=verify)
         if table.num_rows != part["rows"]:
             raise ValueError("row count mismatch")
         pieces.append(table)

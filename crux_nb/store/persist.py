@@ -357,7 +357,7 @@ def _read_parts(root: Path, folder: Path, generation: str, table: str, entry: An
             raise StorageError(f"{where} vanished while it was read ({file.name}).", code="generation_removed",
                                hint="the generation was cleaned up by a newer save; open the folder again.") from None
         try:
-            piece = read_part(data, part.get("sha256") if verify else None)
+            piece = read_part(data, part.get("sha256"), verify=verify)
         except ChecksumMismatch:
             raise StorageError(f"{where} is corrupted (checksum mismatch in {file.relative_to(folder)}).",
                                code="checksum_mismatch", hint="the file was changed after saving; " + RESTORE) from None
