@@ -75,6 +75,36 @@ def test_a_reopened_knowledge_base_builds_its_own_index(tmp_path):
     assert np.array_equal(BM25Leg().scores(back.state, "gateway plan"), bm25s_scores(back.state, "gateway plan"))
 
 
+def _arrays(index):
+    return [index.terms, index.rows, index.tfs, index.lengths]
+
+
+def test_the_saved_index_is_used_whole_after_open_and_equals_a_fresh_build(tmp_path):
+    from crux_nb.schema import SCHEMAS
+    from crux_nb.store.state import KBState
+
+    kb = _kb()
+    kb.save(tmp_path / "kb")
+    back = crux_nb.open(tmp_path / "kb")
+    leg = BM25Leg()
+    settings = leg.settings(back.state)
+    shared = back.state.shared[("bm25-tokens", settings)]
+    assert shared.whole is not None  # installed from the saved frames, not tokenized
+    fresh = KBState(**{t: back.state.frame(t) for t in SCHEMAS})  # no shared caches: tokenizes every chunk
+    opened = lexical_index.build_index(back.state, k1=leg.k1, b=leg.b, settings=settings)
+    rebuilt = lexical_index.build_index(fresh, k1=leg.k1, b=leg.b, settings=settings)
+    assert opened.terms is shared.whole[1]  # the installed arrays themselves
+    vocab = {i: t for t, i in shared.vocab.items()}
+    fresh_vocab = {i: t for t, i in fresh.shared[("bm25-tokens", settings)].vocab.items()}
+    assert [vocab[i] for i in opened.terms] == [fresh_vocab[i] for i in rebuilt.terms]
+    for mine, theirs in zip(_arrays(opened)[1:], _arrays(rebuilt)[1:]):
+        assert mine.dtype == theirs.dtype and np.array_equal(mine, theirs)
+    assert np.array_equal(leg.scores(back.state, "gateway plan"), bm25s_scores(back.state, "gateway plan"))
+    back.add_text("late.md", "# Late\n\nA late gateway note.")  # other sources: built from the per-source arrays
+    assert np.array_equal(leg.scores(back.state, "gateway note"), bm25s_scores(back.state, "gateway note"))
+    assert shared.whole is None
+
+
 @pytest.mark.parametrize("query", QUERIES + ["Ünïcode ÉCOLE straße İstanbul", "x-ray x_ray a1 1a __ 42", "Who's the O'Neil?",
                                              "tab\tnew\nline  ÀÉ", "日本語 テキスト", "ΣΊΣΥΦΟΣ σίσυφος"])
 def test_query_tokens_equal_bm25s_tokenize(query):

@@ -141,4 +141,4 @@ class AdjacencyIndex:
 
 def _codes(column: pd.Series) -> tuple[np.ndarray, list[str]]:
     codes, names = pd.factorize(column)
-    return codes.astype(np.int32), list(names)
+    return codes.astype(np.int32), names.tolist()  # not list(): that iterates the Arrow values one call each

@@ -7,13 +7,14 @@ retrieval result or trace, duck-typed, so it sits below the retrieval layer: ``c
 
 from __future__ import annotations
 
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ParameterError
 
 __all__ = ["expansion_graph"]
+
+if TYPE_CHECKING:  # networkx is imported where a graph is built: open() need not load it
+    import networkx as nx
 
 
 def _expansion_step(trace: Any, step: str | None) -> Any:
@@ -72,6 +73,8 @@ def expansion_graph(result: Any, *, kb: Any = None, step: str | None = None) -> 
     names: dict[str, str] = dict(getattr(result, "names", None) or {})
     if kb is not None:
         names.update(zip(kb.entities["ref"], kb.entities["canonical_name"]))
+    import networkx as nx
+
     graph = nx.MultiDiGraph()
 
     def node(ref: str, role: str) -> None:

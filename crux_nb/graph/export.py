@@ -11,9 +11,8 @@ them (counted over that evidence only), and entities such an edge touches.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import pandas as pd
 
 from ..errors import ParameterError
@@ -27,6 +26,9 @@ NODE_COLUMNS = ["ref", "kind", "label", "source_id", "title", "entity_type"]
 EDGE_COLUMNS = ["from_ref", "to_ref", "key", "type", "direction", "weight", "evidence", "evidence_refs",
                 "description", "structural"]
 STRUCTURAL_TYPES = ("hierarchy", "sequence")
+
+if TYPE_CHECKING:  # networkx is imported where a graph is built: open() need not load it
+    import networkx as nx
 
 
 def check_types(owner: str, types: Any) -> frozenset[str] | None:
@@ -201,6 +203,8 @@ def frames_to_networkx(nodes: pd.DataFrame, edges: pd.DataFrame) -> nx.MultiDiGr
     >>> sorted(frames_to_networkx(nodes, edges).edges(keys=True))
     [('entity:a', 'entity:b', 'e1'), ('entity:b', 'entity:a', 'e1')]
     """
+    import networkx as nx
+
     graph = nx.MultiDiGraph()
     attrs = [c for c in nodes.columns if c != "ref"]
     for record in nodes.itertuples(index=False):

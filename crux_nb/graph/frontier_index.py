@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from .structure import encoded_refs, required_codes, structural_entries
 
@@ -47,9 +49,9 @@ class TraversalIndex:
     def __init__(self, state, adjacency):
         chunks, parents, docs = state.chunks, state.parents, state.documents
         chunk_refs = chunks["ref"].to_numpy(dtype=object)
-        refs = np.unique(np.concatenate([np.asarray(adjacency.ref_array, dtype=object), chunk_refs,
-                                         encoded_refs("parent", parents["source_id"], parents["parent_id"]),
-                                         encoded_refs("document", docs["source_id"])]))
+        refs = _sorted_unique(np.concatenate([np.asarray(adjacency.ref_array, dtype=object), chunk_refs,
+                                              encoded_refs("parent", parents["source_id"], parents["parent_id"]),
+                                              encoded_refs("document", docs["source_id"])]))
         self.refs = refs
         self.code = dict(zip(refs.tolist(), range(len(refs))))
         n = len(refs)
@@ -98,7 +100,9 @@ class TraversalIndex:
             idx = np.flatnonzero(mask)
             # specificity of a waypoint: 1 / distinct chunk neighbours (all of them, not only the first 64)
             chunk_peer = self.kind[self.peer[idx]] == KIND_CHUNK
-            pairs = np.unique(self.node[idx][chunk_peer] * len(self.refs) + self.peer[idx][chunk_peer])
+            pairs = np.sort(self.node[idx][chunk_peer] * len(self.refs) + self.peer[idx][chunk_peer])
+            # distinct pairs by sort and compare: numpy 2.4's np.unique hashes integers, ~10x slower on 1M of them
+            pairs = pairs[np.r_[True, pairs[1:] != pairs[:-1]]] if len(pairs) else pairs
             df = np.bincount(pairs // max(len(self.refs), 1), minlength=len(self.refs)).astype(float)
             spec = np.where(self.kind == KIND_CHUNK, 1.0, 1.0 / np.maximum(df, 1.0))
             hubs = hub_mask(self.kind, df, len(self.chunk_code), hub_share)
@@ -120,6 +124,19 @@ class TraversalIndex:
                 etype=self.etype[keep], truncated=counts >= fan_out, spec=spec, df=df, fan_out=fan_out,
                 owner=owner, cost=cost, zero_cost=zero, degree=kept.astype(np.int32), hubs=int(hubs.sum()))
         return cached
+
+
+def _sorted_unique(refs: np.ndarray) -> np.ndarray:
+    """``np.unique`` of an object array of refs, through Arrow's hash unique and string sort (UTF-8 byte order
+    is Python's str order): ~2-3x faster than numpy's sort of Python strings on 250k refs.
+
+    >>> _sorted_unique(np.array(["b", "a", "é", "b"], dtype=object)).tolist()
+    ['a', 'b', 'é']
+    """
+    if not len(refs):
+        return np.unique(refs)
+    distinct = pc.unique(pa.array(refs, type=pa.large_string()))
+    return distinct.take(pc.sort_indices(distinct)).to_numpy(zero_copy_only=False)
 
 
 @dataclass(frozen=True)

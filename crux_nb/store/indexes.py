@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from .generations import inside
 from . import parts
 from .parts import PartPool, write_table
+from .reading import read_bytes, read_part
 
 __all__ = ["SavedIndex", "fingerprint", "write_indexes", "read_indexes"]
 
@@ -41,7 +41,7 @@ _PART = re.compile(r"^part-\d{5}\.parquet$")
 
 @dataclass(frozen=True)
 class SavedIndex:
-    """One index read back: its params and its frames (Arrow tables, memory-mapped where the file allows)."""
+    """One index read back: its params and its frames (Arrow tables)."""
 
     name: str
     params: dict
@@ -86,8 +86,7 @@ def write_indexes(folder: Path, provided: dict[str, dict], tables: dict, *, part
     return out
 
 
-def read_indexes(root: Path, folder: Path, manifest: dict, *, verify: bool,
-                 sha256: Any) -> dict[str, SavedIndex]:
+def read_indexes(root: Path, folder: Path, manifest: dict, *, verify: bool) -> dict[str, SavedIndex]:
     """The indexes of one generation whose fingerprint matches its tables (others are left out)."""
     found = {}
     listed = manifest.get("indexes")
@@ -98,7 +97,7 @@ def read_indexes(root: Path, folder: Path, manifest: dict, *, verify: bool,
             expected = fingerprint(manifest.get("tables", {}), index["depends"], index.get("params"))
             if expected is None or expected != index.get("fingerprint"):
                 continue
-            frames = {frame: _read_frame(root, folder / "indexes" / name / frame, entry, verify=verify, sha256=sha256)
+            frames = {frame: _read_frame(root, folder / "indexes" / name / frame, entry, verify=verify)
                       for frame, entry in index["frames"].items() if _NAME.match(frame)}
         except (OSError, ValueError, KeyError, TypeError, AttributeError, pa.ArrowException):
             continue  # derived data: rebuilt on first use
@@ -106,17 +105,15 @@ def read_indexes(root: Path, folder: Path, manifest: dict, *, verify: bool,
     return found
 
 
-def _read_frame(root: Path, folder: Path, entry: dict, *, verify: bool, sha256: Any) -> pa.Table:
+def _read_frame(root: Path, folder: Path, entry: dict, *, verify: bool) -> pa.Table:
     pieces = []
     for part in entry["parts"]:
         if not _PART.match(part["file"]):
             raise ValueError("not a part file name")
         file = inside(root, folder / part["file"], "an index part")
-        if verify and sha256(file) != part["sha256"]:
-            raise ValueError("checksum mismatch")
-        table = pq.read_table(file, memory_map=True)
+        # read once, checked and decoded from the same bytes (a ChecksumMismatch is a ValueError)
+        table = read_part(read_bytes(file), part["sha256"], verify=verify)
         if table.num_rows != part["rows"]:
             raise ValueError("row count mismatch")
         pieces.append(table)
     return pieces[0] if len(pieces) == 1 else pa.concat_tables(pieces)
-

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..errors import CruxError, StorageError
 from ..refs import DocumentRef, ParentRef, encode_ref
@@ -55,42 +57,82 @@ def check_tables(root: Path, generation: str, manifest: dict, state: Any) -> Non
     if isinstance(tables, dict) and "embeddings" not in tables:
         warnings.warn(f"{where} lists no embeddings table (saved before vectors were saved, or edited): it opens "
                       "with no stored vectors; embed_chunks() computes them again.", MissingTableWarning, stacklevel=3)
-    documents, chunks = state.documents["source_id"], state.chunks["ref"]
-    problems = []  # Arrow membership tests: opening a large knowledge base stays a matter of milliseconds
+    documents, chunks = _arrow(state.documents["source_id"]), _arrow(state.chunks["ref"])
+    problems = []  # Arrow membership tests on the columns' own Arrow arrays (no Python object per value)
     for table in ("parents", "chunks"):
-        if not _within(state.frame(table)["source_id"], documents):
+        if not _within(_arrow(state.frame(table)["source_id"]), documents):
             problems.append(f"{table} of sources with no document row")
     evidence, edges = state.edge_evidence, state.edges
-    if not _within(evidence["chunk_ref"], chunks):
+    if not _within(_arrow(evidence["chunk_ref"]), chunks):
         problems.append("edge evidence pointing at chunks that do not exist")
-    if not _within(evidence["edge_id"], edges["edge_id"]):
+    edge_ids, evidence_ids = _arrow(edges["edge_id"]), _arrow(evidence["edge_id"])
+    same = _same_sorted_set(evidence_ids, edge_ids)  # both rules at once, without hashing, when it holds
+    if not same and not _within(evidence_ids, edge_ids):
         problems.append("edge evidence for edges that do not exist")
     if len(edges):
-        ends = pd.concat([edges["from_ref"], edges["to_ref"]], ignore_index=True)
-        ends = ends[~ends.str.startswith("entity:").to_numpy(dtype=bool) & ~_member(ends, chunks)].unique()
-        if len(ends):  # few: documents and sections named as edge ends
-            existing = ({encode_ref(DocumentRef(s)) for s in documents.tolist()}
+        ends = pa.chunked_array(_arrow(edges["from_ref"]).chunks + _arrow(edges["to_ref"]).chunks,
+                                type=pa.large_string())
+        entity = pc.fill_null(pc.starts_with(ends, "entity:"), False)  # a missing end is checked, and fails
+        outside = pc.invert(pc.or_(entity, _member(ends, chunks)))
+        ends = pc.unique(pc.filter(ends, outside)).to_pylist()
+        if ends:  # few: documents and sections named as edge ends
+            existing = ({encode_ref(DocumentRef(s)) for s in state.documents["source_id"].tolist()}
                         | {encode_ref(ParentRef(s, p)) for s, p in zip(state.parents["source_id"].tolist(),
                                                                         state.parents["parent_id"].tolist())})
             if any(ref not in existing for ref in ends):
                 problems.append("edges between refs that do not exist")
-        if not _within(edges["edge_id"], evidence["edge_id"]):
+        if not same and not _within(edge_ids, evidence_ids):
             problems.append("edges without evidence")
     if problems:
         raise StorageError(f"{where} is inconsistent: {'; '.join(problems)}.", code="inconsistent_generation",
                            hint=RESTORE)
 
 
-def _member(values: pd.Series, universe: pd.Series) -> Any:
-    """A boolean array: which of ``values`` are among ``universe`` (Arrow's hash set; pandas' ``isin`` on Arrow
-    strings loops in Python)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+def _arrow(values: pd.Series) -> pa.ChunkedArray:
+    """A text column as Arrow large strings: the column's own buffers when it is Arrow-backed (pandas' ``str``),
+    else converted (pandas' ``isin`` on Arrow strings loops in Python)."""
+    try:
+        found = pa.array(values)
+    except (pa.ArrowException, TypeError, ValueError):
+        found = pa.array(values.to_numpy(dtype=object), type=pa.string())
+    found = found if isinstance(found, pa.ChunkedArray) else pa.chunked_array([found])
+    if found.type != pa.large_string():
+        found = found.cast(pa.large_string())
+    return found
 
-    arr = pa.array(values.to_numpy(dtype=object), type=pa.string())
-    found = pc.is_in(arr, value_set=pa.array(universe.to_numpy(dtype=object), type=pa.string()))
-    return pc.fill_null(found, False).to_numpy(zero_copy_only=False)
+
+def _same_sorted_set(a: pa.ChunkedArray, b: pa.ChunkedArray) -> bool:
+    """Whether ``a`` and ``b`` are both sorted (the tables keep their keys in order) and hold the same distinct
+    values: a few vectorised comparisons instead of two hash sets of every value. False also when either is
+    unsorted or has a missing value (the caller then tests membership by hashing: the rule that fails is named).
+
+    >>> _same_sorted_set(pa.chunked_array([["a", "a", "b"]]), pa.chunked_array([["a", "b"]]))
+    True
+    >>> _same_sorted_set(pa.chunked_array([["b", "a"]]), pa.chunked_array([["a", "b"]]))
+    False
+    """
+    a, b = a.combine_chunks(), b.combine_chunks()
+    if a.null_count or b.null_count or not (_ascending(a) and _ascending(b)):
+        return False
+    a, b = _distinct_sorted(a), _distinct_sorted(b)
+    return len(a) == len(b) and (not len(a) or bool(pc.all(pc.equal(a, b)).as_py()))
 
 
-def _within(values: pd.Series, universe: pd.Series) -> bool:
-    return bool(_member(values, universe).all()) if len(values) else True
+def _ascending(values: pa.Array) -> bool:
+    return len(values) < 2 or bool(pc.all(pc.greater_equal(values[1:], values[:-1])).as_py())
+
+
+def _distinct_sorted(values: pa.Array) -> pa.Array:
+    if len(values) < 2:
+        return values
+    first = pc.not_equal(values[1:], values[:-1])
+    return pc.filter(values, pa.concat_arrays([pa.array([True]), first]))
+
+
+def _member(values: pa.ChunkedArray, universe: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Which of ``values`` are among ``universe`` (Arrow's hash set; a missing value is not a member)."""
+    return pc.fill_null(pc.is_in(values, value_set=universe.combine_chunks()), False)
+
+
+def _within(values: pa.ChunkedArray, universe: pa.ChunkedArray) -> bool:
+    return bool(pc.all(_member(values, universe)).as_py()) if len(values) else True

@@ -26,9 +26,12 @@ Stop words and the stemmer apply to every term of a chunk and a query alike.
 
 from __future__ import annotations
 
+import importlib.util
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..errors import CruxError, ParameterError
@@ -75,9 +78,7 @@ class LexicalSettings:
         listed = LANGUAGES[code][1]
         if listed is None:
             return frozenset()
-        import bm25s.stopwords
-
-        return frozenset(getattr(bm25s.stopwords, listed))
+        return frozenset(getattr(_bm25s_stopwords(), listed))
 
     def stemmer_name(self) -> str | None:
         """The Snowball algorithm applied, or None."""
@@ -240,6 +241,29 @@ def _cjk_terms(lower: str) -> list[str]:
     for run in _CJK.findall(lower):
         out += [run] if len(run) == 1 else [run[i:i + 2] for i in range(len(run) - 1)]
     return out
+
+
+def _bm25s_stopwords() -> Any:
+    """bm25s' module of stop-word lists (plain Python lists), loaded on its own: ``import bm25s.stopwords`` runs
+    the package's ``__init__`` first, which imports numba and scipy (about a second of every ``crux_nb.open``,
+    for word lists). The package itself is used when it is loaded already or its file cannot be found."""
+    module = sys.modules.get("bm25s.stopwords") or sys.modules.get(_STOPWORDS)
+    if module is not None:
+        return module
+    found = importlib.util.find_spec("bm25s")  # locates the package without running it
+    folders = (found.submodule_search_locations or []) if found is not None else []
+    origin = Path(folders[0]) / "stopwords.py" if folders else None
+    if origin is None or not origin.is_file():
+        import bm25s.stopwords
+
+        return bm25s.stopwords
+    spec = importlib.util.spec_from_file_location(_STOPWORDS, origin)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return sys.modules.setdefault(_STOPWORDS, module)
+
+
+_STOPWORDS = "crux_nb._bm25s_stopwords"  # the name bm25s' stop-word module is loaded under (see above)
 
 
 def analyzer(settings: LexicalSettings) -> Callable[[str], list[str]]:

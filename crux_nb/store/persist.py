@@ -32,7 +32,6 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ..errors import ConflictError, CruxError, NotFoundError, ParameterError, StorageError
 from ..schema import JSON_COLUMNS, SCHEMAS, TUPLE_COLUMNS, coerce, empty_frame, frozen_metadata, has_surrogate
@@ -45,7 +44,8 @@ from .lease import Lease
 from .lexical import settings_record
 from .indexes import read_indexes, write_indexes
 from .parts import PartPool, fsync_dir, link_unchanged, part_pool, remember, write_table
-from .parts import sha256_file as _sha256  # a module name: tests patch persist._sha256
+from .reading import ChecksumMismatch, decode_json, join_parts, read_part
+from .reading import read_bytes as _read_bytes  # a module name: tests patch persist._read_bytes
 from .state import KBState
 
 FORMAT_VERSION = 2
@@ -79,12 +79,7 @@ def _to_storable(frame: pd.DataFrame, table: str) -> pd.DataFrame:
 def _from_storable(frame: pd.DataFrame, table: str) -> pd.DataFrame:
     out = frame.copy()
     for column in JSON_COLUMNS.get(table, ()):
-        values = [json.loads(v) for v in out[column]]
-        if column in TUPLE_COLUMNS:
-            values = [tuple(v) for v in values]
-        else:
-            values = [frozen_metadata(v) for v in values]
-        out[column] = pd.Series(values, dtype="object", index=out.index)
+        out[column] = decode_json(out[column], tuple if column in TUPLE_COLUMNS else frozen_metadata)
     return coerce(out, table)
 
 
@@ -272,7 +267,7 @@ def read_saved(path: str | os.PathLike, *, verify: bool = True, generation: str 
     folder = generation_folder(root, generation) / "imported"
     graphrag = read_import(manifest.get("imported"), lambda name, entry: _read_parts(
         root, folder, generation, name, entry, verify=verify, what=f"imported table {name!r}"))
-    indexes = read_indexes(root, generation_folder(root, generation), manifest, verify=verify, sha256=_sha256)
+    indexes = read_indexes(root, generation_folder(root, generation), manifest, verify=verify)
     return Saved(root, manifest, state, Base(generation, digest), graphrag, indexes)
 
 
@@ -356,28 +351,34 @@ def _read_parts(root: Path, folder: Path, generation: str, table: str, entry: An
         if not file.exists():
             raise StorageError(f"{where} is missing ({file.relative_to(folder)}).",
                                hint="the folder was changed by hand; restore it from a backup.")
-        try:
-            digest = _sha256(file) if verify else None
+        try:  # read once: the bytes checked are the bytes decoded (crux_nb.store.reading)
+            data = _read_bytes(file)
         except FileNotFoundError:  # retention removed it under a slow reader: the caller follows CURRENT again
             raise StorageError(f"{where} vanished while it was read ({file.name}).", code="generation_removed",
                                hint="the generation was cleaned up by a newer save; open the folder again.") from None
-        if verify and digest != part.get("sha256"):
-            raise StorageError(f"{where} is corrupted (checksum mismatch in {file.relative_to(folder)}).",
-                               code="checksum_mismatch", hint="the file was changed after saving; " + RESTORE)
         try:
-            piece = pq.read_table(file).to_pandas()
-        except FileNotFoundError:
-            raise StorageError(f"{where} vanished while it was read ({file.name}).", code="generation_removed",
-                               hint="the generation was cleaned up by a newer save; open the folder again.") from None
-        except (pa.ArrowException, OSError, ValueError, KeyError, TypeError, IndexError) as exc:
-            # with verify=False a damaged file can fail anywhere in pyarrow's and pandas' decoding
-            raise StorageError(f"{where} cannot be read as Parquet: {type(exc).__name__}.",
-                               hint=RESTORE) from None
-        if len(piece) != part.get("rows"):
-            raise StorageError(f"{where} has {len(piece)} rows in {file.name}; the manifest says {part.get('rows')}.",
-                               hint=RESTORE)
+            piece = read_part(data, part.get("sha256"), verify=verify)
+        except ChecksumMismatch:
+            raise StorageError(f"{where} is corrupted (checksum mismatch in {file.relative_to(folder)}).",
+                               code="checksum_mismatch", hint="the file was changed after saving; " + RESTORE) from None
+        except _UNREADABLE as exc:
+            raise _unreadable(where, exc) from None
+        if piece.num_rows != part.get("rows"):
+            raise StorageError(f"{where} has {piece.num_rows} rows in {file.name}; the manifest says "
+                               f"{part.get('rows')}.", hint=RESTORE)
         pieces.append(piece)
-    return pieces[0] if len(pieces) == 1 else pd.concat(pieces, ignore_index=True)
+    try:
+        return join_parts(pieces)
+    except _UNREADABLE as exc:
+        raise _unreadable(where, exc) from None
+
+
+# with verify=False a damaged file can fail anywhere in pyarrow's and pandas' decoding
+_UNREADABLE = (pa.ArrowException, OSError, ValueError, KeyError, TypeError, IndexError)
+
+
+def _unreadable(where: str, exc: BaseException) -> StorageError:
+    return StorageError(f"{where} cannot be read as Parquet: {type(exc).__name__}.", hint=RESTORE)
 
 
 def _listed_files(folder: Path, table: str, entry: Any, where: str) -> list[tuple[Path, dict]]:

@@ -169,10 +169,19 @@ def test_a_part_file_vanishing_under_a_reader_is_a_coded_error(tmp_path, monkeyp
     def vanished(path):
         raise FileNotFoundError(2, "No such file", str(path))
 
-    monkeypatch.setattr(persist, "_sha256", vanished)
+    monkeypatch.setattr(persist, "_read_bytes", vanished)
     with pytest.raises(StorageError) as info:
         crux_nb.open(folder)
     assert info.value.code == "generation_removed"
+
+
+def test_a_part_the_manifest_lists_no_checksum_for_fails_verification(tmp_path):
+    folder = saved(tmp_path)
+    edit_manifest(folder, lambda m: m["tables"]["chunks"]["parts"][0].pop("sha256"))
+    with pytest.raises(StorageError) as info:
+        crux_nb.open(folder)
+    assert info.value.code == "checksum_mismatch"
+    assert sorted(crux_nb.open(folder, verify=False).documents["source_id"]) == ["a.md", "b.md"]
 
 
 def test_a_saver_whose_temporary_folder_was_removed_gets_save_conflict(tmp_path, monkeypatch):

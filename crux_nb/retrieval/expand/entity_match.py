@@ -50,9 +50,10 @@ class EntityNameIndex:
     def __init__(self, entities: Any):
         self.names: dict[tuple[str, ...], set[str]] = {}
         self.code: dict[str, set[str]] = {}  # an identifier's surface, case kept -> entity ids
-        types = entities["type"] if "type" in entities.columns else [None] * len(entities)
-        for eid, name, aliases, kind in zip(entities["entity_id"], entities["canonical_name"], entities["aliases"],
-                                            types):
+        types = entities["type"].tolist() if "type" in entities.columns else [None] * len(entities)
+        # lists first: iterating Arrow-backed columns costs a Python call per value (~0.1 s on 50k entities)
+        for eid, name, aliases, kind in zip(entities["entity_id"].tolist(), entities["canonical_name"].tolist(),
+                                            entities["aliases"].tolist(), types):
             for label in (name, *aliases):
                 if not isinstance(label, str):
                     continue
