@@ -35,6 +35,7 @@ if str(ROOT) not in sys.path:
 OURS = "this checkout"
 TARGET_SPREAD = 1.5  # issue 35: per-document time flat within 1.5x over the corpus sizes
 SMALL = ("300,900", "300,900")  # --sizes, --previous
+COLUMNS = ["documents", "code", "entities", "edges", "seconds", "ms / document", "peak MiB"]
 LARGE = ("1000,10000,50000,100000", "1000")  # the baseline only where it runs in minutes
 
 
@@ -107,7 +108,7 @@ def run(sizes, previous_sizes, baseline: str, out: Path) -> str:
         f"model; each run in its own process, the {baseline_name} (bench/_baseline.py) on the smaller corpora; the "
         "extracted graphs (entities, edges, evidence; the columns both have) hashed equal on both sides. Shared "
         f"2-core machine, load average {load_average()}.",
-        "", markdown_table(["documents", "code", "entities", "edges", "seconds", "ms / document", "peak MiB"], rows), "",
+        "", markdown_table(COLUMNS, rows), "",
         f"Per-passage time of {OURS}: max / min = {spread:.2f} (target <= {TARGET_SPREAD:g}): "
         f"{summary[-1]['verdict']}.", ""])
     write_text(out, text)
