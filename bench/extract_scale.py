@@ -2,16 +2,20 @@
 
 Short real passages (2WikiMultihopQA, then MuSiQue and HotpotQA: about 460 characters each; 9,003 in all,
 from ``../shared/data/multihop``) are added as one source each and extracted with the offline model.
+Past 9,003 documents (``--large``: 1k, 10k, 50k, 100k) the corpus continues with the real passages again,
+their name words consistently renamed per round (``bench/_scale_corpus.py``: same text and structure, new
+multi-word names each round, so the distinct-entity count keeps growing with the corpus).
 Per-document time should stay flat as the corpus (and its entity count) grows (target: max / min of the
 per-passage times <= 1.5). Before issue 35, cross-source name folding scanned every full name for every
 one-word name (quadratic in the entity count); that code (``bench/_baseline.py``'s ``BEFORE_ISSUE_35``, or
 ``--baseline REF``) runs in the same benchmark on the smaller corpora (its 6,119-passage run took 809 s),
 each run in its own process, and the extracted graphs (entities, edges, evidence: the columns both versions
 have) are checked identical.
-``--small`` is 300 and 900 passages, both sides.
+``--small`` is 300 and 900 passages, both sides. Each size reports seconds, entities, edges and the side
+process' peak memory (VmHWM: corpus, knowledge base and extraction).
 
-    python -m bench.extract_scale [--small] [--sizes 1000,3000,9003] [--previous 1000,2000] [--baseline REF]
-        [--out REPORT.md]
+    python -m bench.extract_scale [--small | --large] [--sizes 1000,3000,9003] [--previous 1000,2000]
+        [--baseline REF] [--out REPORT.md]
 """
 
 from __future__ import annotations
@@ -31,17 +35,20 @@ if str(ROOT) not in sys.path:
 OURS = "this checkout"
 TARGET_SPREAD = 1.5  # issue 35: per-document time flat within 1.5x over the corpus sizes
 SMALL = ("300,900", "300,900")  # --sizes, --previous
+COLUMNS = ["documents", "code", "entities", "edges", "seconds", "ms / document", "peak MiB"]
+LARGE = ("1000,10000,50000,100000", "1000")  # the baseline only where it runs in minutes
 
 
 def side(n: int) -> dict:
-    """Extract the first ``n`` passages (in this process: ``crux_nb`` from ``PYTHONPATH``)."""
+    """Extract the first ``n`` documents (in this process: ``crux_nb`` from ``PYTHONPATH``)."""
     import crux_nb
-    from _baseline import frame_digests  # this checkout's, as _multihop (bench/ is the script's folder)
-    from _multihop import CHUNK_SIZE, load_sample  # this checkout's (bench/ is the script's folder): the data path
+    # this checkout's (bench/ is the script's folder), whichever crux_nb the side imports
+    from _baseline import frame_digests
+    from _common import hwm_mb
+    from _multihop import CHUNK_SIZE
+    from _scale_corpus import passages
 
-    corpus = pd.concat([load_sample(name).passages.assign(id=lambda f, s=name: s + "-" + f["id"])
-                        for name in ("2wiki", "musique", "hotpotqa")], ignore_index=True)
-    frame = corpus.iloc[:n]
+    frame = passages(n)
     kb = crux_nb.knowledge_base(id="scale", chunk_size=CHUNK_SIZE)
     kb.add_frame(pd.DataFrame({"id": frame["id"], "text": frame["title"] + "\n\n" + frame["text"]}),
                  id_column="id", text_column="text", format="text")
@@ -50,7 +57,12 @@ def side(n: int) -> dict:
     seconds = time.perf_counter() - t
     digests = frame_digests({t: getattr(kb, t) for t in ("entities", "edges", "edge_evidence")})
     return {"n": len(frame), "seconds": seconds, "digests": digests, "entities": len(kb.entities),
-            "edges": len(kb.edges)}
+            "edges": len(kb.edges), "peak_mb": hwm_mb(), "chars": int((frame["title"].str.len() + 2
+                                                                         + frame["text"].str.len()).mean())}
+
+
+def _mb(value) -> str:
+    return "-" if value is None else f"{value:,.0f}"
 
 
 def _summary(results: dict[int, dict[str, dict]], baseline_name: str) -> list[dict]:
@@ -82,7 +94,7 @@ def run(sizes, previous_sizes, baseline: str, out: Path) -> str:
             r = run_side(codes[name], Path(__file__), ["--side", str(n)])
             results.setdefault(n, {})[name] = r
             rows.append([f"{r['n']:,}", name, f"{r['entities']:,}", f"{r['edges']:,}", f"{r['seconds']:.1f}",
-                         f"{1000 * r['seconds'] / r['n']:.1f}"])
+                         f"{1000 * r['seconds'] / r['n']:.1f}", _mb(r.get("peak_mb"))])
             print(rows[-1], file=sys.stderr, flush=True)
         if baseline_name in results[n]:
             differ = digest_differences(results[n][OURS]["digests"], results[n][baseline_name]["digests"])
@@ -91,11 +103,12 @@ def run(sizes, previous_sizes, baseline: str, out: Path) -> str:
     spread = summary[-1]["ours"]
     text = "\n".join([
         "# Offline extraction per document as the corpus grows (issue 35)", "",
-        "Short passages (2Wiki, then MuSiQue and HotpotQA), one source each, `extract_entities()` with the offline "
+        "Short passages (2Wiki, then MuSiQue and HotpotQA; past 9,003 the same passages with their name words "
+        "renamed per round, bench/_scale_corpus.py), one source each, `extract_entities()` with the offline "
         f"model; each run in its own process, the {baseline_name} (bench/_baseline.py) on the smaller corpora; the "
         "extracted graphs (entities, edges, evidence; the columns both have) hashed equal on both sides. Shared "
         f"2-core machine, load average {load_average()}.",
-        "", markdown_table(["passages", "code", "entities", "edges", "seconds", "ms / passage"], rows), "",
+        "", markdown_table(COLUMNS, rows), "",
         f"Per-passage time of {OURS}: max / min = {spread:.2f} (target <= {TARGET_SPREAD:g}): "
         f"{summary[-1]['verdict']}.", ""])
     write_text(out, text)
@@ -106,13 +119,15 @@ def run(sizes, previous_sizes, baseline: str, out: Path) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--small", action="store_true", help=f"sizes {SMALL[0]}, the baseline on both (a minute)")
+    parser.add_argument("--large", action="store_true",
+                        help=f"sizes {LARGE[0]} (renamed rounds past 9,003), the baseline on {LARGE[1]}")
     parser.add_argument("--sizes", default=None, help="corpus sizes of this checkout (default 1000,3000,9003)")
     parser.add_argument("--previous", default=None, help="sizes the baseline runs too (default 1000,2000)")
     parser.add_argument("--baseline", default=None,
                         help="git ref of the baseline code (default bench/_baseline.py's BEFORE_ISSUE_35)")
     parser.add_argument("--side", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, default=None,
-                        help="Markdown report (default bench/out/extract_scale[_small].md)")
+                        help="Markdown report (default bench/out/extract_scale[_small|_large].md)")
     args = parser.parse_args(argv)
     if args.side:
         print(json.dumps(side(args.side)))
@@ -121,9 +136,10 @@ def main(argv=None) -> int:
     from bench._baseline import BEFORE_ISSUE_35
     from bench._common import OUT_DIR
     parse = lambda s: [int(x) for x in s.split(",") if x]  # noqa: E731
-    sizes = args.sizes or (SMALL[0] if args.small else "1000,3000,9003")
-    previous = args.previous or (SMALL[1] if args.small else "1000,2000")
-    out = args.out or OUT_DIR / ("extract_scale_small.md" if args.small else "extract_scale.md")
+    preset = SMALL if args.small else LARGE if args.large else ("1000,3000,9003", "1000,2000")
+    sizes, previous = args.sizes or preset[0], args.previous if args.previous is not None else preset[1]
+    name = "extract_scale_small" if args.small else "extract_scale_large" if args.large else "extract_scale"
+    out = args.out or OUT_DIR / f"{name}.md"
     print(run(parse(sizes), parse(previous), args.baseline or BEFORE_ISSUE_35, out))
     return 0
 

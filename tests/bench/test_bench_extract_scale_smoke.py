@@ -22,6 +22,7 @@ def test_extract_scale_small(tmp_path, shared_data):
     out = tmp_path / "extract_scale_small.md"
     _proc, text = run_small(SCRIPT, out)
     assert "hashed equal on both sides" in text and "code before issue 35 (fe656db)" in text
+    assert "peak MiB" in text and "renamed per round" in text
     rows = load_summary(out)
     assert summary_problems(rows, "extract_scale") == []
     per_size = [r for r in rows if r["measure"].startswith("extract_entities per passage")]
