@@ -62,7 +62,7 @@ class Limiter:
     >>> lim = Limiter(4)
     >>> lim.shrink(seen=3), lim.limit, lim.shrink(seen=2), lim.shrink(seen=1), lim.limit
     (True, 1, True, False, 1)
-    >>> first, second = [0], [0]
+    >>> first = [0]
     >>> with lim.slot(first):
     ...     pass
     >>> lim.set(2)  # a lower limit is kept; set() never raises it

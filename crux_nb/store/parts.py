@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 
 from .generations import fsync_dir, generation_folder, inside, kept
 
-__all__ = ["PART_BYTES", "PartPool", "part_pool", "cut_points", "write_table", "sha256_file", "fsync_dir", "remember",
+__all__ = ["PART_BYTES", "PartPool", "part_pool", "cut_points", "write_table", "fsync_dir", "remember",
            "link_unchanged"]
 
 #: About this much text (uncompressed) per part of a big table: one small change rewrites about this much.
@@ -267,12 +267,3 @@ def _write_bytes(file: Path, data: bytes) -> None:
         fh.write(data)
         fh.flush()
         os.fsync(fh.fileno())
-
-
-def sha256_file(path: Path) -> str:
-    """The SHA-256 of a file's bytes (hex), read a megabyte at a time."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()

@@ -174,9 +174,20 @@ def build_index(state: Any, *, k1: float, b: float, settings: LexicalSettings) -
     if not pieces:
         return LexicalIndex(shared, *_EMPTY, np.zeros(0, np.int64), k1=k1, b=b)
     terms = np.concatenate([a[0] for _, a in pieces])
-    local = np.concatenate([a[1] for _, a in pieces])  # then one shift by each source's first row, not one per source
-    starts = np.asarray([start for start, _ in pieces], dtype=local.dtype)  # int64 would cost ~10x on 9M postings
-    rows = local + np.repeat(starts, [len(a[1]) for _, a in pieces])
+    rows = global_rows(np.concatenate([a[1] for _, a in pieces]), [start for start, _ in pieces],
+                       [len(a[1]) for _, a in pieces])
     tfs = np.concatenate([a[2] for _, a in pieces])
     lengths = np.concatenate([a[3] for _, a in pieces])
     return LexicalIndex(shared, terms, rows, tfs, lengths, k1=k1, b=b)
+
+
+def global_rows(local: np.ndarray, starts: Any, counts: Any) -> np.ndarray:
+    """Postings' chunk rows in the state: ``local`` (each source's postings, rows counted from its first chunk)
+    shifted by each source's first row ``starts``, ``counts`` postings per source, in one pass and in the rows'
+    own dtype (int64 would cost ~10x on 9M postings).
+
+    >>> global_rows(np.array([0, 1, 0], dtype=np.int32), [0, 5], [2, 1]).tolist()
+    [0, 1, 5]
+    """
+    return local + np.repeat(np.asarray(starts, dtype=local.dtype), counts)
+
