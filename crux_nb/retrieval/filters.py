@@ -108,8 +108,7 @@ def _field_codes(state: Any, key: str) -> FieldCodes:
 def filter_mask(state: Any, namespace: str, filter: Mapping[str, Any] | None) -> np.ndarray:
     """Boolean mask over ``state.chunks`` rows that pass ``filter`` (as :func:`record_matches` on each row's
     :func:`hit_record`), from per-field codes built once per state: one integer comparison per field."""
-    n = len(state.lookup.columns["source_id"])
-    mask = np.ones(n, dtype=bool)
+    mask = np.ones(len(state.chunks), dtype=bool)
     for key, want in (filter or {}).items():
         if key == "namespace":
             if not same(namespace, want):

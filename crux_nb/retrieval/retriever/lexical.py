@@ -141,7 +141,7 @@ class BM25Leg:
         >>> BM25Leg().scores(kb.state, "the").tolist()  # only stop words: nothing matches
         [0.0, 0.0, 0.0]
         """
-        n = len(state.lookup.columns["content"])
+        n = len(state.chunks)
         if n == 0:
             return np.zeros(0)
         index = self._index(state)

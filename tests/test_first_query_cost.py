@@ -1,0 +1,82 @@
+"""The first query after ``crux_nb.open()`` builds only what it reads (issue 35), and the faster builds give the
+same arrays and answers as the straightforward ones they replace."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import numpy as np
+import pytest
+
+import crux_nb
+from crux_nb import expand_relations, retrieve
+from crux_nb.graph.adjacency import _entry_order
+from crux_nb.retrieval.expand.entity_match import normalise_words
+from crux_nb.retrieval.retriever.lexical_index import term_counts
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_entry_order_is_lexsort_of_the_five_keys(seed):
+    rng = np.random.default_rng(seed)
+    m, n_nodes, n_types = int(rng.integers(0, 400)), int(rng.integers(1, 30)), int(rng.integers(1, 4))
+    node, peer = rng.integers(0, n_nodes, m), rng.integers(0, n_nodes, m)  # many ties on (node, peer)
+    etype, edge_row, direction = rng.integers(0, n_types, m), rng.integers(0, m + 1, m), rng.integers(0, 2, m)
+    expected = np.lexsort((direction, edge_row, etype, peer, node))
+    got = _entry_order(node, peer, etype, edge_row, direction, n_nodes=n_nodes, n_types=n_types)
+    assert got.tolist() == expected.tolist()
+
+
+def test_entry_order_falls_back_to_lexsort_when_the_key_would_overflow():
+    node, peer = np.array([2, 0, 1]), np.array([0, 0, 1])
+    zeros = np.zeros(3, dtype=np.int64)
+    got = _entry_order(node, peer, zeros, zeros, zeros, n_nodes=2 ** 30, n_types=8)
+    assert got.tolist() == [1, 2, 0]
+
+
+@pytest.mark.parametrize("step", [1, 3, 1 << 20])
+def test_term_counts_is_bincount(step):
+    terms = np.random.default_rng(step).integers(0, 50, 1000).astype(np.int32)
+    assert term_counts(terms, 60, step=step).tolist() == np.bincount(terms, minlength=60).tolist()
+    assert term_counts(np.zeros(0, np.int32), 60).tolist() == []
+
+
+def test_normalise_words_splits_as_the_word_regex_does():
+    word = re.compile(r"\w+", re.UNICODE)
+    rng = random.Random(7)
+    # letters that change under casefold, combining marks, digits of other scripts, odd spaces, punctuation
+    alphabet = "aZ_ 9-.'\u00dfI\u0130\ufb01\u03a3\u03c2\u0301\u00a0\t\u2003\u00e9\u4e2d\u0661\u00b2\u216b"
+    for _ in range(20_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 8)))
+        assert normalise_words(text) == tuple(word.findall(text.casefold())), repr(text)
+
+
+@pytest.fixture(scope="module")
+def opened(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("kb") / "lumen"
+    kb = crux_nb.datasets.load_sample()
+    kb.extract_entities(progress=False)
+    kb.save(folder)
+    return folder
+
+
+def test_a_first_query_after_open_builds_no_evidence_index_and_no_ref_dicts(opened):
+    kb = crux_nb.open(opened)
+    hits = kb.recipe(steps=[retrieve(limit=3), expand_relations()]).retrieve("Who owns the ingest gateway?")
+    assert hits
+    built = vars(kb.reader._adjacency)
+    assert "_evidence_index" not in built and "code" not in built  # a traversal reads neither
+    assert "chunk_row" not in vars(kb.state.lookup)
+    # read on demand, they are what the frames hold
+    assert kb.state.lookup.chunk_row == {ref: i for i, ref in enumerate(kb.chunks["ref"].tolist())}
+    assert kb.state.lookup.columns["content"] == kb.chunks["content"].tolist()
+    with pytest.raises(KeyError):
+        kb.state.lookup.columns["no such column"]
+
+
+def test_evidence_read_after_a_traversal_equals_a_fresh_readers(opened):
+    kb, fresh = crux_nb.open(opened), crux_nb.open(opened)
+    kb.recipe(steps=[retrieve(limit=3), expand_relations()]).retrieve("Who owns the ingest gateway?")
+    ref = kb.edges["from_ref"].iloc[0]
+    assert kb.reader.neighbors(ref, include_evidence=True) == fresh.reader.neighbors(ref, include_evidence=True)
+    assert any(n.evidence for n in kb.reader.neighbors(ref, include_evidence=True))
