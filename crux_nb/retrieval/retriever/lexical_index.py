@@ -37,12 +37,35 @@ class SharedTokens:
     def __init__(self, settings: LexicalSettings = BM25S_SETTINGS) -> None:
         self.lock = threading.Lock()
         self.vocab: dict[str, int] = {}
-        self.sources: dict[tuple, tuple[np.ndarray, ...]] = {}
+        self._sources: dict[tuple, tuple[np.ndarray, ...]] = {}
+        self._deferred: tuple | None = None
         # the index's arrays for one exact sequence of sources (source keys, terms, rows, tfs, lengths): a saved
         # index installed at open(), so the first build need not concatenate thousands of per-source slices
         self.whole: tuple | None = None
         self.settings = settings
         self.split = analyzer(settings)
+
+    @property
+    def sources(self) -> dict[tuple, tuple[np.ndarray, ...]]:
+        """Source cache key -> that source's (term ids, local chunk rows, term frequencies, chunk lengths)."""
+        if self._deferred is not None:
+            spans, terms, rows, tfs, lengths, counts = self._deferred
+            ends = np.cumsum(counts).tolist()
+            for (key, a, b), end, n in zip(spans, ends, counts.tolist()):
+                self._sources[key] = (terms[end - n:end], rows[end - n:end], tfs[end - n:end], lengths[a:b])
+            self._deferred = None
+        return self._sources
+
+    @sources.setter
+    def sources(self, value: dict) -> None:
+        self._sources, self._deferred = value, None
+
+    def defer_sources(self, spans: list, terms: np.ndarray, rows: np.ndarray, tfs: np.ndarray, lengths: np.ndarray,
+                      counts: np.ndarray) -> None:
+        """Set :attr:`sources` from whole arrays (``counts`` postings per span, in span order), sliced per source
+        only when first read: a saved index installed at open is read whole (:attr:`whole`) until a change,
+        and 20k sources' slices cost ~0.1 s."""
+        self._sources, self._deferred = {}, (spans, terms, rows, tfs, lengths, counts)
 
     def query_tokens(self, query: str) -> list[str]:
         """A query's tokens, as its chunks' are split (under the ``"bm25s"`` rule: bm25s.tokenize's, without its

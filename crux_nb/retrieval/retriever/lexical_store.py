@@ -94,18 +94,14 @@ def install_lexical(state: Any, params: dict, frames: dict) -> bool:
     if (len(lengths) != len(state.chunks) or int(counts.sum()) != len(terms) or len(vocab) != params.get("vocab")
             or (len(terms) and int(terms.max()) >= len(vocab))):
         return False
-    ends = np.cumsum(counts)
     shared = SharedTokens(settings)
     shared.vocab = {term: i for i, term in enumerate(vocab)}
+    shared.defer_sources(spans, terms, rows, tfs, lengths, counts)
     identifiers = sources.column("identifiers").to_numpy()
     words = sources.column("words").to_numpy()
-    known = {}
-    for i, (key, a, b) in enumerate(spans):
-        start, end = int(ends[i] - counts[i]), int(ends[i])
-        shared.sources[key] = (terms[start:end], rows[start:end], tfs[start:end], lengths[a:b])
-        if identifiers[i] >= 0:
-            known[key] = (int(identifiers[i]), int(words[i]))
-    shared.whole = (tuple(key for key, _, _ in spans), terms, global_rows(rows, [a for _, a, _ in spans], counts),
+    keys = [key for key, _, _ in spans]
+    known = {key: (n, w) for key, n, w in zip(keys, identifiers.tolist(), words.tolist()) if n >= 0}
+    shared.whole = (tuple(keys), terms, global_rows(rows, [a for _, a, _ in spans], counts),
                     tfs, lengths)
     with _SHARED_LOCK:
         state.shared[("bm25-tokens", settings)] = shared
