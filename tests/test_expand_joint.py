@@ -42,11 +42,11 @@ def test_with_no_graph_candidate_the_retrieve_tail_fills_the_budget():
         assert record.reason.graph == 0.0 and record.reason.relevance == record.score > 0
 
 
-def test_graph_weight_zero_reproduces_retrieve_at_equal_budget_on_the_sample():
+def test_graph_and_title_weight_zero_reproduce_retrieve_at_equal_budget_on_the_sample():
     kb = crux_nb.datasets.load_sample()
     kb.extract_entities(progress=False)
     plain = kb.recipe(steps=[retrieve(limit=5)])
-    joint = kb.recipe(steps=[retrieve(limit=3), expand_relations(limit=2, graph_weight=0)])
+    joint = kb.recipe(steps=[retrieve(limit=3), expand_relations(limit=2, graph_weight=0, title_weight=0)])
     questions = crux_nb.datasets.load_sample_questions()["question"]
     for question in questions:  # relevance alone: the graph's candidates and the tail rank exactly as retrieve does
         assert [str(h.ref) for h in joint.retrieve(question)] == [str(h.ref) for h in plain.retrieve(question)]

@@ -59,7 +59,7 @@ def _reason(value: Any) -> ExpansionReason | None:
     if isinstance(value, Mapping):
         return ExpansionReason(entities=tuple((str(r), float(w)) for r, w in value.get("entities", ())),
                                graph=float(value["graph"]), relevance=float(value["relevance"]),
-                               score=float(value["score"]))
+                               score=float(value["score"]), title=float(value.get("title", 0.0)))
     raise ParameterError("ExpansionView()", "result", "expansion reasons as recorded by expand_relations()", value)
 
 

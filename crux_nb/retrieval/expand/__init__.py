@@ -1,5 +1,5 @@
-"""The ``expand_relations`` hit step (``step``), its joint candidate pool (``joint``), its records (``records``) and
-query-entity matching (``entity_match``)."""
+"""The ``expand_relations`` hit step (``step``), its joint candidate pool (``joint``), its records (``records``),
+query-entity matching (``entity_match``) and the source-name match (``titles``)."""
 
 from .joint import DOCUMENT_GRAPH_WEIGHT, PASSAGE_GRAPH_WEIGHT, default_graph_weight
 from .records import Expansion, ExpansionReason

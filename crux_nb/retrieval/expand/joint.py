@@ -73,46 +73,61 @@ class Pool:
     tail_ranks: np.ndarray  # their 1-based rank in the retrieve step's ordering
     gated: int  # structural neighbours left out for having no relevance to the query
     competed: bool = False  # the retrieve step's next candidates were in the pool
+    title: np.ndarray | None = None  # per pool index: the source-name term of its score (None: not applied)
 
 
-def graph_scores(index, found, chunk_scores: np.ndarray | None, weight: float) -> tuple[np.ndarray, ...]:
-    """(score, relevance, keep) of the traversal's candidates: ``keep`` is False for a non-chunk candidate
-    (entity, section, document: never a hit) and for a structural neighbour without relevance. Without a
-    relevance from the run (a producer other than ``retrieve``) every candidate scores its graph support."""
+#: per chunk row, the source-name term of a candidate's score (``titles``: weight x match), or None
+Named = Callable[[np.ndarray], np.ndarray] | None
+
+
+def graph_scores(index, found, chunk_scores: np.ndarray | None, weight: float,
+                 named: Named = None) -> tuple[np.ndarray, ...]:
+    """(score, relevance, keep, title) of the traversal's candidates: ``keep`` is False for a non-chunk candidate
+    (entity, section, document: never a hit) and for a structural neighbour without relevance; ``title`` is the
+    source-name term added to a kept chunk's score (zeros without ``named``). Without a relevance from the run (a
+    producer other than ``retrieve``) every candidate scores its graph support."""
     rows = index.row_of_code[found.codes]
     support = weight * np.sqrt(found.mass)
     if chunk_scores is None:
-        return support, np.zeros(len(rows)), rows >= 0
+        return support, np.zeros(len(rows)), rows >= 0, np.zeros(len(rows))
     relevance = np.where(rows >= 0, chunk_scores[np.maximum(rows, 0)], 0.0)
     is_structural = np.array([t in STRUCTURAL_TYPES for t in index.type_names] + [False])  # [-1]: no edge
     structural = is_structural[found.last_edge]
-    score = np.where(structural, relevance, relevance + support)
     keep = (rows >= 0) & ~(structural & (relevance <= 0))
-    return score, relevance, keep
+    title = np.zeros(len(rows))
+    if named is not None and keep.any():
+        title[keep] = named(rows[keep])
+    score = np.where(structural, relevance, relevance + support) + title
+    return score, relevance, keep, title
 
 
-def graph_pool(index, found, chunk_scores: np.ndarray | None, *, weight: float) -> Pool:
+def graph_pool(index, found, chunk_scores: np.ndarray | None, *, weight: float, named: Named = None) -> Pool:
     """The traversal's candidates alone (``compete=False``, or no relevance from a retrieve step)."""
     empty = np.zeros(0, dtype=np.int64)
-    return _ranked_pool(index, found, *graph_scores(index, found, chunk_scores, weight), empty, empty, np.zeros(0))
+    score, relevance, keep, title = graph_scores(index, found, chunk_scores, weight, named)
+    pool = _ranked_pool(index, found, score, relevance, keep, empty, empty, np.zeros(0))
+    return replace(pool, title=title if named is not None else None)
 
 
 def joint_pool(index, found, chunk_scores: np.ndarray, taken_rows: np.ndarray, head: Callable[[int], np.ndarray], *,
-               room: int, weight: float) -> Pool:
+               room: int, weight: float, named: Named = None, depth: int = 0) -> Pool:
     """Graph candidates and the retrieve tail ranked together (see the module docstring).
 
     ``taken_rows``: chunk rows already among the hits (never in the tail); ``head(n)``: the first ``n`` rows of
     the retrieve step's ranking (``CHUNK_RANKING``); ``room``: how many hits the step adds. The first ``room``
-    rows of the ranking past the hits are enough: a row the graph reached is in the pool already, and any row
-    below them scores less than each of them.
+    rows of the ranking past the hits are enough when relevance alone orders the tail: a row the graph reached is
+    in the pool already, and any row below them scores less than each of them. ``named`` (the source-name term
+    per chunk row) can lift a deeper row: the tail is then ``depth`` rows deeper.
     """
-    tail_rows, tail_ranks = _tail(head, taken_rows, room)
+    tail_rows, tail_ranks = _tail(head, taken_rows, room + (depth if named is not None else 0))
     graph_rows = set(index.row_of_code[found.codes].tolist())  # a tail row the graph reached is scored there
     kept = np.array([r not in graph_rows for r in tail_rows.tolist()], dtype=bool)
     tail_rows, tail_ranks = tail_rows[kept], tail_ranks[kept]
-    pool = _ranked_pool(index, found, *graph_scores(index, found, chunk_scores, weight), tail_rows, tail_ranks,
-                        chunk_scores[tail_rows])
-    return replace(pool, competed=True)
+    score, relevance, keep, title = graph_scores(index, found, chunk_scores, weight, named)
+    tail_title = named(tail_rows) if named is not None and len(tail_rows) else np.zeros(len(tail_rows))
+    pool = _ranked_pool(index, found, score, relevance, keep, tail_rows, tail_ranks, chunk_scores[tail_rows],
+                        tail_title)
+    return replace(pool, competed=True, title=np.concatenate([title, tail_title]) if named is not None else None)
 
 
 def upstream_pool(found) -> Pool:
@@ -125,11 +140,12 @@ def upstream_pool(found) -> Pool:
 
 
 def _ranked_pool(index, found, score: np.ndarray, relevance: np.ndarray, keep: np.ndarray, tail_rows: np.ndarray,
-                 tail_ranks: np.ndarray, tail_scores: np.ndarray) -> Pool:
+                 tail_ranks: np.ndarray, tail_scores: np.ndarray, tail_title: np.ndarray | None = None) -> Pool:
     """The kept graph candidates and the tail in one order: (score desc, distance, seed rank, ref); the tail has no
-    route, so it sorts after a graph candidate of equal score."""
+    route, so it sorts after a graph candidate of equal score. ``tail_scores`` is the tail's relevance;
+    ``tail_title`` the source-name term added to it."""
     n = len(found.codes)
-    scores = np.concatenate([score, tail_scores])
+    scores = np.concatenate([score, tail_scores + (0.0 if tail_title is None else tail_title)])
     codes = np.concatenate([found.codes, index.chunk_code[tail_rows]])
     distance = np.concatenate([found.distance, np.full(len(tail_rows), _FAR)])
     seed_rank = np.concatenate([found.seed_rank, np.full(len(tail_rows), _FAR)])
