@@ -80,3 +80,46 @@ def test_evidence_read_after_a_traversal_equals_a_fresh_readers(opened):
     ref = kb.edges["from_ref"].iloc[0]
     assert kb.reader.neighbors(ref, include_evidence=True) == fresh.reader.neighbors(ref, include_evidence=True)
     assert any(n.evidence for n in kb.reader.neighbors(ref, include_evidence=True))
+
+
+def test_open_builds_the_graph_indexes_in_the_background_on_large_knowledge_bases(opened, monkeypatch):
+    import time
+
+    import crux_nb.opening
+
+    monkeypatch.setattr(crux_nb.opening, "WARM_MIN_CHUNKS", 1)  # the sample counts as large
+    kb = crux_nb.open(opened)
+    reader = kb.reader
+    deadline = time.monotonic() + 30
+    while "traversal" not in reader._built and time.monotonic() < deadline:  # never asked for: built by open
+        time.sleep(0.01)
+    assert "traversal" in reader._built
+    monkeypatch.setattr(crux_nb.opening, "WARM_MIN_CHUNKS", 10 ** 9)
+    cold = crux_nb.open(opened).reader
+    assert cold._built == {}  # a small knowledge base starts no build
+    warm, fresh = reader.traversal_index, cold.traversal_index
+    for name in ("refs", "indptr", "peer", "etype", "direction", "kind"):
+        assert np.array_equal(getattr(warm, name), getattr(fresh, name)), name
+
+
+def test_threads_asking_for_the_traversal_index_at_once_share_one_build(opened, monkeypatch):
+    import threading
+
+    from crux_nb.graph import frontier
+
+    kb = crux_nb.open(opened)
+    built, real = [], frontier.TraversalIndex
+
+    def counted(*args):
+        built.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(frontier, "TraversalIndex", counted)
+    reader, found = kb.reader, []
+    threads = [threading.Thread(target=lambda: found.append(reader.traversal_index)) for _ in range(4)]
+    threads.append(reader.warm())
+    for thread in threads[:4]:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(built) == 1 and len({id(index) for index in found}) == 1

@@ -8,6 +8,7 @@ knowledge base do not change what an existing reader returns (take a fresh
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 from functools import cached_property
@@ -72,6 +73,8 @@ class GraphReader:
 
     def __init__(self, state: Any, *, namespace: str):
         self._state = state
+        self._built: dict[str, Any] = {}
+        self._build_lock = threading.RLock()  # reentrant: the traversal index builds the adjacency inside
         self.namespace = namespace
         self._decoded: dict[str, KnowledgeRef] = {}
         self._cache: dict[str, list[Neighbor]] = {}  # every neighbour of a node, without evidence
@@ -81,11 +84,11 @@ class GraphReader:
     def _structure(self) -> StructureIndex:
         return StructureIndex(self._state.parents, self._state.chunks)
 
-    @cached_property
+    @property
     def _adjacency(self) -> AdjacencyIndex:
-        return AdjacencyIndex(self._state.edges, self._state.edge_evidence)
+        return self._once("adjacency", lambda: AdjacencyIndex(self._state.edges, self._state.edge_evidence))
 
-    @cached_property
+    @property
     def traversal_index(self):
         """Every node's neighbour list as one CSR, for vectorised traversals (built on first use).
 
@@ -99,7 +102,40 @@ class GraphReader:
         """
         from .frontier import TraversalIndex
 
-        return TraversalIndex(self._state, self._adjacency)
+        return self._once("traversal", lambda: TraversalIndex(self._state, self._adjacency))
+
+    def _once(self, name: str, build: Any) -> Any:
+        """The index ``name``, built by ``build`` once per reader: a caller that arrives while another thread
+        (:meth:`warm`, a second query) builds it waits for that build instead of making a second one."""
+        found = self._built.get(name)
+        if found is None:
+            with self._build_lock:
+                found = self._built.get(name)
+                if found is None:
+                    found = self._built[name] = build()
+        return found
+
+    def warm(self) -> threading.Thread:
+        """Build the graph indexes (:attr:`traversal_index`) in a background thread and return it: what the first
+        expansion would build, done while the caller goes on (``crux_nb.open`` starts it on large knowledge
+        bases). A failure there is left for the first query to raise, where it belongs.
+
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="docs")
+        >>> kb.add_text("a.md", "# A\\n\\nAlpha.")
+        >>> kb.reader.warm().join()
+        >>> kb.reader.traversal_index.refs.tolist()
+        ['chunk:a.md:c0000', 'document:a.md', 'parent:a.md:a']
+        """
+        def build() -> None:
+            try:
+                self.traversal_index
+            except Exception:  # noqa: BLE001 - the query that needs the index builds it again and raises
+                pass
+
+        thread = threading.Thread(target=build, name="crux_nb-warm-graph", daemon=True)
+        thread.start()
+        return thread
 
     def _decode(self, encoded: str) -> KnowledgeRef:
         ref = self._decoded.get(encoded)
