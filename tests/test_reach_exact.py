@@ -85,3 +85,14 @@ def test_reach_arrays_of_nothing_are_empty():
         got = kb.reader.reach_arrays(args[0], **args[1])
         assert got.refs.tolist() == [] and got.hops.tolist() == [] and got.hops.dtype == np.int64
         assert kb.reader.reach(args[0], **args[1]) == {}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_huge_depth_is_a_whole_component(mode, monkeypatch):
+    """A depth past the node count walks the whole component (nothing is allocated per hop asked for)."""
+    monkeypatch.setenv("CRUX_NB_TRAVERSAL", mode)
+    kb, refs, edges = _graph(5, n_nodes=60, n_edges=80)
+    for start in refs[:5]:
+        want = _bfs(edges, start, 60, None, None)
+        assert list(kb.reader.reach(start, depth=10**12).items()) == want
+        assert kb.reader.reach_arrays(start, depth=10**12).hops.tolist() == [h for _, h in want]

@@ -100,6 +100,7 @@ class AdjacencyIndex:
         """Breadth-first over the CSR arrays: (node codes, hop distances, each hop's end in them) within
         ``depth`` hops, start excluded; each hop's codes ascending."""
         n = len(self.refs)
+        depth = min(depth, n)  # no node is further than n hops; the hop ends are kept per hop
         mask = self._mask(type_codes, direction)
         how = compiled.mode()
         # ready() first: it implies numba is installed, and installed() (a module search) costs more than a
