@@ -80,6 +80,13 @@ ROW_LABELS = (
     "2-hop typed traversal - per seed p95 (ms)",
 )
 SYSTEMS = ("crux", "igraph", "networkx")
+# 2-hop against igraph's C BFS called per seed, like for like: (row, crux_nb side, igraph C side)
+C_ROWS = (
+    ("reach() as set of refs vs C ids", "crux", "c_ids"),
+    ("reach() as set of refs vs C ids + vertex names", "crux", "c_names"),
+    ("reach_arrays() vs C ids", "crux_arrays", "c_ids"),
+)
+C_COLUMNS = ("2-hop per seed", "stat", "crux_nb (ms)", "igraph C (ms)", "crux/igraph C", "target", "verdict")
 COLUMNS = ("operation", "crux_nb", "igraph (python)", "igraph C", "networkx",
            "crux/igraph", "networkx/crux", "target", "verdict")
 
@@ -287,13 +294,17 @@ def crux_ops(reader: Any):
         # crux_nb's k-hop reader: a vectorised BFS over the CSR index (GraphReader.reach)
         return set(reader.reach(ref, depth=2, types=traversal_types))
 
+    def two_hop_arrays(ref: str):
+        # the same reach as arrays (GraphReader.reach_arrays): no Python dict of refs
+        return reader.reach_arrays(ref, depth=2, types=traversal_types)
+
     def as_triples(result):
         return collections.Counter((encode_ref(n.ref), n.type, n.direction) for n in result)
 
     def as_names(result):
         return {r if isinstance(r, str) else encode_ref(r) for r in result}
 
-    return all_types, typed_out, two_hop, as_triples, as_names
+    return all_types, typed_out, two_hop, two_hop_arrays, as_triples, as_names
 
 
 # ---------------------------------------------------------------- igraph side
@@ -359,6 +370,19 @@ class IgraphSide:
         seeds = [self.index[n] for n in seed_names]
         sub = self.sub
         return lambda: sub.neighborhood(seeds, order=2, mode="all", mindist=1)
+
+    def c_per_seed(self):
+        """igraph's C BFS called once per seed: (vertex ids, the set of vertex names) -- the second is what
+        ``set(reader.reach(...))`` gives, the first what the batched row above returns."""
+        sub, index, names = self.sub, self.index, self.names
+
+        def ids(name):
+            return sub.neighborhood(index[name], order=2, mode="all", mindist=1)
+
+        def with_names(name):
+            return {names[v] for v in sub.neighborhood(index[name], order=2, mode="all", mindist=1)}
+
+        return ids, with_names
 
 
 # -------------------------------------------------------------- networkx side
@@ -470,6 +494,33 @@ def summary_rows(res: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+def c_level_values(res: dict[str, dict[str, Any]]) -> list[tuple[str, float, float]]:
+    """(label, crux_nb ms, igraph C ms) for every row of the igraph C table."""
+    out = []
+    for label, ours, theirs in C_ROWS:
+        for stat in ("mean", "p95"):
+            out.append((f"2-hop per seed, {label} - {stat} (ms)", getattr(res["c_level"][ours], f"{stat}_ns") / 1e6,
+                        getattr(res["c_level"][theirs], f"{stat}_ns") / 1e6))
+    return out
+
+
+def c_level_rows(res: dict[str, dict[str, Any]]) -> list[list[str]]:
+    rows = []
+    for label, ours, theirs in c_level_values(res):
+        name, stat = label.removeprefix("2-hop per seed, ").removesuffix(" (ms)").rsplit(" - ", 1)
+        ratio = ours / theirs
+        rows.append([name, stat, fmt_num(ours), fmt_num(theirs), f"{ratio:.2f}", f"<={TARGET_VS_IGRAPH:g}x igraph C",
+                     "pass" if ratio <= TARGET_VS_IGRAPH else f"miss ({ratio:.1f}x igraph C > {TARGET_VS_IGRAPH:g}x)"])
+    return rows
+
+
+def c_level_summary(res: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"measure": label, "ours": ours, "baseline": theirs,
+             "baseline_name": "igraph C + names" if "names" in label else "igraph C (vertex ids)",
+             "target": f"ratio <= {TARGET_VS_IGRAPH:g}", "verdict": "pass" if ours / theirs <= TARGET_VS_IGRAPH else "miss"}
+            for label, ours, theirs in c_level_values(res)]
+
+
 # ----------------------------------------------------------------------- run
 def run(cfg: Config, *, build: str, out_path: Path, label: str) -> str:
     phases = Phases()
@@ -509,7 +560,7 @@ def run(cfg: Config, *, build: str, out_path: Path, label: str) -> str:
     with phases("crux_nb reader indexes (first neighbors() call)"):
         reader.neighbors(f"document:{syn.source_ids[0]}")  # not a sampled node: builds both indexes
     rss["crux_nb (knowledge base + reader indexes)"] = current_rss_mb() - rss_before
-    crux_all, crux_typed, crux_hop, crux_triples, crux_names = crux_ops(reader)
+    crux_all, crux_typed, crux_hop, crux_hop_arrays, crux_triples, crux_names = crux_ops(reader)
 
     # ---- baselines
     names = [f"document:{s}" for s in syn.source_ids] + syn.chunk_refs + syn.entity_refs
@@ -563,6 +614,12 @@ def run(cfg: Config, *, build: str, out_path: Path, label: str) -> str:
     log("timing 2-hop traversal: igraph C neighborhood()")
     c_stats, _ = time_once(igs.c_two_hop(seeds), warmup=1, repeats=max(5, cfg.repeats))
     res["two_hop"]["igraph_c_total_ms"] = c_stats.p50_ns / 1e6
+    log("timing 2-hop traversal against igraph C per seed (ids; ids + names)")
+    c_ids, c_names = igs.c_per_seed()
+    for ref in seeds:
+        assert set(crux_hop_arrays(ref).refs.tolist()) == c_names(ref) == {igs.names[v] for v in c_ids(ref)}, ref
+    res["c_level"] = time_interleaved({"crux": crux_hop, "crux_arrays": crux_hop_arrays, "c_ids": c_ids,
+                                       "c_names": c_names}, seeds, warmup=1, repeats=cfg.repeats)
 
     # ---- reference: the same edges built straight into frames (what a vectorised add_edges could cost)
     if build == "api":
@@ -579,6 +636,7 @@ def run(cfg: Config, *, build: str, out_path: Path, label: str) -> str:
     degrees = np.asarray(igs.g.degree(mode="all"))
     node_deg = degrees[len(syn.source_ids):]  # chunks + entities
     table = markdown_table(COLUMNS, result_rows(res), align=["l"] + ["r"] * 6 + ["l", "l"])
+    c_table = markdown_table(C_COLUMNS, c_level_rows(res), align=["l", "l", "r", "r", "r", "l", "l"])
     build_rows = [[name, f"{sec:,.2f}", f"{phases.peak_mb[name]:,.0f}"] for name, sec in phases.seconds.items()]
     build_table = markdown_table(["build phase", "seconds", "peak RSS after (MiB)"], build_rows)
     mem_table = markdown_table(["structure", "RSS increase (MiB)"], [[k, f"{v:,.0f}"] for k, v in rss.items()])
@@ -618,6 +676,17 @@ def run(cfg: Config, *, build: str, out_path: Path, label: str) -> str:
         "node and the same 2-hop sets for every seed. crux/igraph = crux_nb time / igraph (python) time; "
         "networkx/crux = networkx time / crux_nb time.",
         "",
+        "## Against igraph's C BFS",
+        "",
+        c_table,
+        "",
+        "The same 2-hop traversal, timed per seed and interleaved: crux_nb's public `reach()` (as the results "
+        "table: `set(reader.reach(ref, depth=2, types=...))`, a set of encoded refs) and `reach_arrays()` (the "
+        "same nodes as an object array of refs and an array of hops) against igraph's C "
+        "`neighborhood(v, order=2, mode='all', mindist=1)` on the typed subgraph, called once per seed, returning "
+        "vertex ids (no names), and the same call with the ids turned into a set of vertex names (what "
+        "crux_nb returns). The results table's igraph C column is one batched call over all seeds.",
+        "",
         "## Build",
         "",
         build_table,
@@ -632,7 +701,7 @@ def run(cfg: Config, *, build: str, out_path: Path, label: str) -> str:
         "",
     ])
     write_text(out_path, text)
-    write_summary(out_path, "neighbors", summary_rows(res))
+    write_summary(out_path, "neighbors", summary_rows(res) + c_level_summary(res))
     return text
 
 

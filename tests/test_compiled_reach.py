@@ -53,6 +53,7 @@ def test_compiled_reach_gives_the_numpy_nodes_in_the_numpy_order(seed, monkeypat
                 got = index.reach(start, depth=depth, type_codes=types, direction=direction)
                 monkeypatch.delenv("CRUX_NB_TRAVERSAL")
                 assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+                assert got[2].tolist() == want[2].tolist()  # each hop's end
                 checked += len(want[0])
     assert checked > 1000  # the walks reach far: the comparison is not between empty results
 

@@ -2,6 +2,6 @@
 
 from . import compiled
 from .frontier import traversal_engine
-from .reader import GraphReader, Neighbor, Support
+from .reader import GraphReader, Neighbor, ReachArrays, Support
 
-__all__ = ["GraphReader", "Neighbor", "Support", "compiled", "traversal_engine"]
+__all__ = ["GraphReader", "Neighbor", "ReachArrays", "Support", "compiled", "traversal_engine"]

@@ -50,7 +50,7 @@ class AdjacencyIndex:
         self.type_code = {name: i for i, name in enumerate(self.type_names)}
         self._edges, self._evidence = edges, evidence
         self._masks: dict[tuple, np.ndarray] = {}
-        self._seen_pool: list[np.ndarray] = []
+        self._seen_pool: list[tuple[np.ndarray, np.ndarray]] = []
 
     @cached_property
     def refs(self) -> list[str]:
@@ -110,13 +110,20 @@ class AdjacencyIndex:
             self._masks[key] = mask
         return mask
 
-    def reach(self, start: int, *, depth: int, type_codes: set[int] | None, direction: int | None) -> tuple[np.ndarray, np.ndarray]:
-        """Breadth-first over the CSR arrays: (node codes, hop distances) within ``depth`` hops, start excluded."""
+    def reach(self, start: int, *, depth: int, type_codes: set[int] | None,
+              direction: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Breadth-first over the CSR arrays: (node codes, hop distances, each hop's end in them) within
+        ``depth`` hops, start excluded; each hop's codes ascending."""
         n = len(self.ref_array)
+        depth = min(depth, n)  # no node is further than n hops; the hop ends are kept per hop
         mask = self._mask(type_codes, direction)
         how = compiled.mode()
+        # ready() first: it implies numba is installed, and installed() (a module search) costs more than a
+        # small reach
+        if how != "numpy" and compiled.ready("reach"):
+            return self._reach_compiled(start, depth, mask)
         if how != "numpy" and frontier_kernel.installed():
-            if how == "kernel" or compiled.ready("reach"):
+            if how == "kernel":
                 return self._reach_compiled(start, depth, mask)
             compiled.warm("reach", lambda: self._reach_compiled(start, depth, mask))  # this call: numpy's
         seen = np.zeros(n, dtype=bool)
@@ -132,26 +139,38 @@ class AdjacencyIndex:
             offsets = np.repeat(starts - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
             entries = offsets + np.arange(total)
             peers = self.peer[entries[mask[entries]]]
-            peers = np.unique(peers[~seen[peers]])
+            peers = _distinct_sorted(peers[~seen[peers]])
             if len(peers) == 0:
                 break
             seen[peers] = True
             found.append(peers)
-            dist.append(np.full(len(peers), hop))
+            dist.append(np.full(len(peers), hop, dtype=np.int64))
             frontier = peers
+        ends = np.cumsum([len(f) for f in found] + [0] * (depth - len(found)), dtype=np.int64)
         if not found:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        return np.concatenate(found), np.concatenate(dist)
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), ends
+        return np.concatenate(found), np.concatenate(dist), ends
 
 
-    def _reach_compiled(self, start: int, depth: int, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _reach_compiled(self, start: int, depth: int, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """:meth:`reach` as one compiled loop (:mod:`.compiled`): the same nodes in the same order."""
-        pool = self._seen_pool  # a zeroed byte per node, given back zeroed; one per concurrent call
-        seen = pool.pop() if pool else np.zeros(len(self.ref_array), dtype=np.uint8)
-        nodes, hops = compiled.reach_kernel()(self.indptr, self.peer, mask, start, depth, seen)
-        pool.append(seen)
-        compiled.mark_ready("reach")
-        return nodes, hops
+        pool = self._seen_pool  # (a zeroed byte per node, a slot per node), given back zeroed; one per concurrent call
+        seen, slots = pool.pop() if pool else (np.zeros(len(self.ref_array), dtype=np.uint8),
+                                               np.empty(len(self.ref_array), dtype=np.int64))
+        found = compiled.reach_kernel()(self.indptr, self.peer, mask, start, depth, seen, slots)
+        pool.append((seen, slots))
+        if not compiled.ready("reach"):
+            compiled.mark_ready("reach")
+        return found
+
+
+def _distinct_sorted(values: np.ndarray) -> np.ndarray:
+    """``np.unique(values)`` by one sort: numpy 2's integer ``np.unique`` hashes first, several times slower
+    on the few thousand codes of a hop."""
+    values = np.sort(values)
+    if len(values) > 1:
+        values = values[np.concatenate(([True], values[1:] != values[:-1]))]
+    return values
 
 
 def _entry_order(node: np.ndarray, peer: np.ndarray, etype: np.ndarray, edge_row: np.ndarray,

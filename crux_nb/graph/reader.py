@@ -21,7 +21,7 @@ from .hydrate import chunk_hit
 from .adjacency import DIRECTION_NAMES, AdjacencyIndex
 from .structure import StructureIndex
 
-__all__ = ["GraphReader", "Neighbor", "Support"]
+__all__ = ["GraphReader", "Neighbor", "ReachArrays", "Support"]
 
 #: Nodes whose neighbour lists a reader keeps (cleared when full, so memory stays bounded).
 CACHE_NODES = 200_000
@@ -33,6 +33,14 @@ class Support(NamedTuple):
     source_id: str
     chunk_ref: ChunkRef
     provenance: Literal["exact", "derived"]
+
+
+class ReachArrays(NamedTuple):
+    """What :meth:`GraphReader.reach_arrays` returns: ``refs`` (encoded refs, an object array) and ``hops``
+    (their distances, int64), in (distance, ref) order."""
+
+    refs: np.ndarray
+    hops: np.ndarray
 
 
 class Neighbor(NamedTuple):
@@ -137,6 +145,15 @@ class GraphReader:
         thread.start()
         return thread
 
+    def _canonical(self, ref: KnowledgeRef | str) -> tuple[KnowledgeRef, str]:
+        """(the ref, its canonical encoding); a string is decoded once per reader (a RefError if it is no ref)."""
+        if isinstance(ref, str):
+            if self._decoded.get(ref) is None:
+                self._decoded[ref] = as_ref(ref)
+            ref = self._decoded[ref]
+            return ref, encode_ref(ref)  # canonical ('%3a' in the text reads as '%3A'); cached on the ref
+        return ref, encode_ref(as_ref(ref))
+
     def _decode(self, encoded: str) -> KnowledgeRef:
         ref = self._decoded.get(encoded)
         if ref is None:
@@ -155,13 +172,7 @@ class GraphReader:
         [Neighbor('chunk:guide:c0001', type='sequence', direction='out')]
         """
         owner = "neighbors()"
-        if isinstance(ref, str):
-            if self._decoded.get(ref) is None:
-                self._decoded[ref] = as_ref(ref)  # raises RefError for anything that is not a ref
-            ref = self._decoded[ref]
-            encoded = encode_ref(ref)  # canonical ('%3a' in the text reads as '%3A'); cached on the ref
-        else:
-            encoded = encode_ref(as_ref(ref))
+        ref, encoded = self._canonical(ref)
         if direction is not None and (not isinstance(direction, str) or direction not in ("out", "in")):
             raise ParameterError(owner, "direction", "'out', 'in' or None (both)", direction)
         wanted = check_types(owner, types)
@@ -198,25 +209,70 @@ class GraphReader:
         Vectorised over the CSR index (no per-node Python work), for k-hop questions on large graphs;
         ordered by (distance, ref), the start excluded. Structural edges are not followed (use
         ``neighbors()`` for those). Every API that takes a ref takes these encoded strings.
+        :meth:`reach_arrays` gives the same as two arrays, without a Python string per node.
+
+        >>> import crux_nb, pandas as pd
+        >>> kb = crux_nb.knowledge_base(id="guide")
+        >>> kb.add_text("guide", "Ada met Bob.", format="text")
+        >>> kb.add_edges(pd.DataFrame({"from_ref": ["chunk:guide:c0000", "entity:ada"],
+        ...                            "to_ref": ["entity:ada", "entity:bob"], "type": ["mentions", "related"],
+        ...                            "evidence": [["chunk:guide:c0000"]] * 2}))
+        >>> kb.reader.reach("chunk:guide:c0000", depth=2)
+        {'entity:ada': 1, 'entity:bob': 2}
         """
-        owner = "reach()"
-        ref = as_ref(ref)
+        nodes, _, ends = self._reach_codes("reach()", ref, depth, types, direction)
+        if not len(nodes):
+            return {}
+        # the refs through one numpy take (not a lookup per node); then one dict.fromkeys at the last hop and
+        # the earlier hops' values overwritten (a key keeps its place): no pair tuple per node, and the last
+        # hop holds most nodes. 2.5x faster than dict(zip(refs, hops)) on reaches of thousands of nodes.
+        refs = self._adjacency.ref_array[nodes].tolist()
+        ends = ends.tolist()
+        last = ends.index(len(refs)) + 1
+        out = dict.fromkeys(refs, last)
+        for hop in range(1, last):
+            lo = ends[hop - 2] if hop > 1 else 0
+            if ends[hop - 1] > lo:
+                out.update(dict.fromkeys(refs[lo:ends[hop - 1]], hop))
+        return out
+
+    def reach_arrays(self, ref: KnowledgeRef | str, *, depth: int = 2, types: Any = None,
+                     direction: Literal["out", "in"] | None = None) -> ReachArrays:
+        """:meth:`reach` as arrays: the same nodes in the same (distance, ref) order, no dict built.
+
+        For reaches of thousands of nodes handed on to numpy or pandas (``pd.DataFrame(r._asdict())``):
+        building the dict costs about twice the search itself.
+
+        >>> import crux_nb, pandas as pd
+        >>> kb = crux_nb.knowledge_base(id="guide")
+        >>> kb.add_text("guide", "Ada met Bob.", format="text")
+        >>> kb.add_edges(pd.DataFrame({"from_ref": ["chunk:guide:c0000", "entity:ada"],
+        ...                            "to_ref": ["entity:ada", "entity:bob"], "type": ["mentions", "related"],
+        ...                            "evidence": [["chunk:guide:c0000"]] * 2}))
+        >>> found = kb.reader.reach_arrays("chunk:guide:c0000", depth=2)
+        >>> found.refs.tolist(), found.hops.tolist()
+        (['entity:ada', 'entity:bob'], [1, 2])
+        """
+        nodes, hops, _ = self._reach_codes("reach_arrays()", ref, depth, types, direction)
+        return ReachArrays(self._adjacency.ref_array[nodes], hops)
+
+    def _reach_codes(self, owner: str, ref: Any, depth: Any, types: Any,
+                     direction: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(node codes, hops, each hop's end) of a reach, arguments checked; each hop's codes ascending, which
+        is ref order."""
+        _, encoded = self._canonical(ref)
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
             raise ParameterError(owner, "depth", "a non-negative integer", depth)
         if direction is not None and (not isinstance(direction, str) or direction not in ("out", "in")):
             raise ParameterError(owner, "direction", "'out', 'in' or None (both)", direction)
         wanted = check_types(owner, types)
         adj = self._adjacency
-        start = adj.code.get(encode_ref(ref))
-        if start is None or depth == 0:
-            return {}
+        start = adj.code.get(encoded)
         codes = None if wanted is None else {adj.type_code[t] for t in wanted if t in adj.type_code}
-        if codes is not None and not codes:
-            return {}
-        nodes, hops = adj.reach(start, depth=depth, type_codes=codes,
-                                direction=None if direction is None else (0 if direction == "out" else 1))
-        # each hop's nodes come sorted by code, and codes follow sorted ref order: already (hop, ref) order
-        return dict(zip(map(adj.refs.__getitem__, nodes.tolist()), hops.tolist()))
+        if start is None or depth == 0 or (codes is not None and not codes):
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        return adj.reach(start, depth=depth, type_codes=codes,
+                         direction=None if direction is None else (0 if direction == "out" else 1))
 
     def _compute(self, ref: KnowledgeRef, encoded: str, *, evidence: bool) -> list[Neighbor]:
         """Every neighbour of one node: structural (sorted by ordinal, ref, type, direction), then persisted."""

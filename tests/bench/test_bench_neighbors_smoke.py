@@ -35,6 +35,9 @@ COLUMNS = ["operation", "crux_nb", "igraph (python)", "igraph C", "networkx",
            "crux/igraph", "networkx/crux", "target", "verdict"]
 # igraph C only answers the whole traversal (one neighborhood() call), not single neighbours or per-seed p95
 HAS_IGRAPH_C = {"2-hop typed traversal, all seeds - total (ms)", "2-hop typed traversal - per seed mean (ms)"}
+# the per-seed comparison with igraph's C BFS, like for like (ids against arrays, names against names)
+C_ROWS = ("reach() as set of refs vs C ids", "reach() as set of refs vs C ids + vertex names", "reach_arrays() vs C ids")
+C_COLUMNS = ["2-hop per seed", "stat", "crux_nb (ms)", "igraph C (ms)", "crux/igraph C", "target", "verdict"]
 BUILD_PHASES = ("kb.add_frame", "kb.add_entities", "kb.add_edges", "reader indexes", "igraph Graph",
                 "networkx MultiDiGraph")
 
@@ -118,6 +121,7 @@ def table_problems(text: str) -> list[str]:
     if extra:
         problems.append(f"unexpected rows {sorted(extra)}")
 
+    problems += c_table_problems(text)
     try:
         build = _section(text, "Build")
     except AssertionError as exc:
@@ -136,6 +140,35 @@ def table_problems(text: str) -> list[str]:
     peak = re.search(r"^Peak RSS of the whole run: ([\d,.]+) MiB\.$", text, flags=re.M)
     if not peak or _number(peak.group(1)) <= 0:
         problems.append("no peak RSS line")
+    return problems
+
+
+def c_table_problems(text: str) -> list[str]:
+    """Everything wrong with the igraph C table: every (row, stat) once, numbers, ratios, verdicts."""
+    try:
+        lines = _section(text, "Against igraph's C BFS")
+    except AssertionError as exc:
+        return [str(exc)]
+    if _cells(lines[0]) != C_COLUMNS:
+        return [f"igraph C columns {_cells(lines[0])} != {C_COLUMNS}"]
+    problems, seen = [], set()
+    for line in lines[2:]:
+        row = dict(zip(C_COLUMNS, _cells(line)))
+        seen.add((row["2-hop per seed"], row["stat"]))
+        try:
+            ours, theirs, ratio = (_number(row[c]) for c in ("crux_nb (ms)", "igraph C (ms)", "crux/igraph C"))
+        except ValueError:
+            problems.append(f"igraph C row {line!r} is not numeric")
+            continue
+        if not (ours > 0 and theirs > 0 and math.isclose(ratio, ours / theirs, rel_tol=0.05, abs_tol=0.01)):
+            problems.append(f"igraph C row {line!r}: ratio {ratio} != {ours}/{theirs}")
+        passed = row["verdict"] == "pass"
+        if not re.fullmatch(r"pass|miss \(.+\)", row["verdict"]) or (passed and ratio > 3.01) or (
+                not passed and ratio < 2.99):
+            problems.append(f"igraph C row {line!r}: verdict {row['verdict']!r}")
+    missing = {(r, s) for r in C_ROWS for s in ("mean", "p95")} - seen
+    if missing:
+        problems.append(f"igraph C rows missing: {sorted(missing)}")
     return problems
 
 
@@ -182,6 +215,12 @@ def test_checker_catches_broken_tables(small_report):
     assert any("verdict" in p for p in table_problems(broken))
 
     assert table_problems(text.replace("## Results", "## Something else")) == ["no '## Results' section"]
+    row = next(i for i, line in enumerate(lines) if line.startswith("| reach_arrays() vs C ids"))
+    assert any("igraph C rows missing" in p for p in table_problems("\n".join(lines[:row] + lines[row + 1:])))
+    cells = _cells(lines[row])
+    cells[4] = "99.0"
+    broken = "\n".join(lines[:row] + ["| " + " | ".join(cells) + " |"] + lines[row + 1:])
+    assert any("ratio" in p for p in table_problems(broken))
     assert any("peak RSS" in p for p in table_problems(re.sub(r"Peak RSS of the whole run.*", "", text)))
 
 
@@ -201,7 +240,15 @@ def test_small_run_writes_a_summary(small_report, small_out):
             shown = _number(table[label][ratio_col])
             ratio = row["ratio"] if name == "igraph (python)" else 1 / row["ratio"]
             assert math.isclose(ratio, shown, rel_tol=0.01, abs_tol=0.006), (label, name)
-        # the table's verdict passes only when both of its summary rows pass
+        # the table's verdict passes only when both of its summary rows pass (below)
         for label in ROWS:
             both = all(by_measure(rows, n)[label]["verdict"] == "pass" for n in ("igraph (python)", "networkx"))
             assert both == (table[label]["verdict"] == "pass"), label
+    c_rows = {**by_measure(rows, "igraph C (vertex ids)"), **by_measure(rows, "igraph C + names")}
+    assert len(c_rows) == 2 * len(C_ROWS)
+    for line in _section(text, "Against igraph's C BFS")[2:]:
+        row = dict(zip(C_COLUMNS, _cells(line)))
+        got = c_rows[f"2-hop per seed, {row['2-hop per seed']} - {row['stat']} (ms)"]
+        assert math.isclose(got["ours"], _number(row["crux_nb (ms)"]), rel_tol=0.01)
+        assert math.isclose(got["baseline"], _number(row["igraph C (ms)"]), rel_tol=0.01)
+        assert got["verdict"] == ("pass" if row["verdict"] == "pass" else "miss")
