@@ -26,6 +26,7 @@ iterations ahead (:func:`_prefetch`, a hint that changes no result; ~30% off the
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 
@@ -43,8 +44,10 @@ UNSEEN = -1
 AHEAD_NODE, AHEAD_ROW, AHEAD_PEER = 6, 10, 4
 
 
+@functools.cache
 def installed() -> bool:
-    """True when numba (the ``fast`` extra) is installed; it is imported only when the kernel first compiles."""
+    """True when numba (the ``fast`` extra) is installed; it is imported only when the kernel first compiles.
+    Asked once per process: the module search costs ~5 us, and every expansion asks."""
     return importlib.util.find_spec("numba") is not None
 
 
