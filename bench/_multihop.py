@@ -27,7 +27,8 @@ SAMPLES = ("musique", "hotpotqa", "2wiki")
 CHUNK_SIZE = 8_000  # every passage (at most 6,434 characters) is one chunk
 # code whose change changes the built graph: the cache key hashes these files
 GRAPH_CODE = ("crux_nb/extract", "crux_nb/models/offline_extract.py", "crux_nb/models/offline.py",
-              "crux_nb/models/offline_names.py", "crux_nb/models/offline_concepts.py",
+              "crux_nb/models/offline_names.py", "crux_nb/models/offline_concepts.py", "crux_nb/models/offline_code.py",
+              "crux_nb/models/offline_assemble.py",
               "crux_nb/models/text.py", "crux_nb/store/chunking.py", "crux_nb/store/ingest.py")
 
 

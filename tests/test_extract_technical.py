@@ -163,3 +163,64 @@ def test_code_blocks_hold_no_code_spans():
     text = 'See "d.get_item" and "x_y". More "a.b_c" words.\n\n>>> d = {"one": 1, "x_z": 2}\n\nExample::\n\n  ``q_r``\n'
     spans = [content for _a, _b, content in code_spans(text, quoted=True)]
     assert spans == ["d.get_item", "x_y", "a.b_c"]
+
+
+# offline model v7: CMake help as the chunker hands it over -- a paragraph's first line has lost its indentation
+CHUNKED = """Path Queries
+^^^^^^^^^^^^
+
+These expressions query a path. The Release Manager reads them.
+
+.. code-block:: cmake
+
+find_package(Stats 2.6.4 REQUIRED)
+  target_link_libraries(ClimbingStats PUBLIC Stats::Types)
+
+Code Injection
+^^^^^^^^^^^^^^
+
+The Release Manager reviews code injection and the query paths of every path query.
+
+.. signature::
+  list(TRANSFORM <list> <ACTION> REGEX <regex>)
+
+  Transforms the list; the Release Manager approves each query. Call frobnicate_all() on it.
+
+It prints::
+
+Immediate Message
+  Deferred Message
+
+A call names keywords and values: ctest_start(GROUP SomeGroup QUIET APPEND) or
+project(MyProject NONE); the Release Manager reviews each call and its path queries.
+"""
+
+
+def test_rest_section_titles_read_as_headings():
+    masked = mask_noise(CHUNKED)
+    assert "^^^" not in masked and len(masked) == len(CHUNKED)  # the adornment line is markup
+    found = _entities(CHUNKED)
+    assert "Release Manager" in found
+    for heading in ("Path Queries", "Code Injection"):  # a title of common words names nothing
+        assert heading not in found, (heading, found)
+
+
+def test_code_directive_and_literal_bodies_are_code_though_dedented():
+    masked = mask_noise(CHUNKED)
+    assert "Stats 2.6.4" not in masked and "ClimbingStats" not in masked  # a code-block's body, first line dedented
+    assert "TRANSFORM" not in masked  # a signature's call ...
+    assert "Transforms the list" in masked and "frobnicate_all" in masked  # ... but not its description
+    found = _entities(CHUNKED)
+    assert "frobnicate_all" in found
+    for junk in ("Stats 2.6.4", "Stats", "TRANSFORM REGEX", "Immediate Message Deferred Message", "Immediate Message"):
+        assert junk not in found, (junk, found)
+
+
+def test_a_calls_arguments_are_no_run_of_names():
+    found = _entities(CHUNKED)
+    for junk in ("GROUP SomeGroup QUIET APPEND", "GROUP SomeGroup", "MyProject NONE"):
+        assert junk not in found, (junk, found)
+    # prose outside a call still joins a capitalised run, and a text without code has no calls to split
+    assert "Release Manager" in found
+    novel = "The clerk wrote it down(Ebenezer Scrooge, of Scrooge and Marley) and Ebenezer Scrooge signed.\n" * 3
+    assert "Ebenezer Scrooge" in _entities(novel)

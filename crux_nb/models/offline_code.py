@@ -35,6 +35,9 @@ _NOISE = [
     re.compile(r"<!--.*?(?:-->|\Z)", re.S),  # HTML comments (<!-- YAML --> blocks)
     re.compile(r"\A\ufeff?---[ \t]*\n.*?\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S),  # YAML front matter
     re.compile(r"^[ \t]*[|+]?[ \t]*:?[-=]{3,}:?[ \t]*(?:[|+][ \t]*:?[-=]{3,}:?[ \t]*)*[|+]?[ \t]*$", re.M),  # table rules
+    # a reST section title's under- or overline (one punctuation character repeated; not a fence's ` or ~, not a
+    # session's "..."): blanked, the title reads as a heading line, whose common words confirm known names only
+    re.compile(r"^[ \t]*([!-\-/:-@\[-_{-}])\1{2,}[ \t]*$", re.M),
     re.compile(r"</?[A-Za-z][\w-]*(?:\s[^<>\n]*)?/?>"),  # HTML tags (the text between them stays)
     re.compile(r"\b(?:https?|ftp|file)://[^\s<>\"'`)\]]+|\bwww\.[^\s<>\"'`)\]]+", re.I),  # URLs
     re.compile(r"\b[\w.+-]+@[\w-]+\.[\w.-]+\b"),  # e-mail addresses
@@ -52,9 +55,16 @@ _NOISE = [
 #: an identifier around a <placeholder> (CMAKE_<LANG>_FLAGS, lib<name>.a) names a family, and cut at the angle
 #: brackets its parts name nothing (CMAKE_LINK_GROUP_USING_, _STANDARD_REQUIRED): blanked whole
 _TEMPLATE = re.compile(r"[\w.-]*(?:<[A-Za-z][\w-]*>[\w.-]*)+")
-#: a reST literal block: the indented lines after a paragraph ending in "::" (not a directive's "..  x::" line)
-_LITERAL = re.compile(r"^(?![ \t]*\.\. )([ \t]*)\S[^\n]*::[ \t]*\n(?:[ \t]*\n)*((?:\1[ \t]+\S[^\n]*\n?(?:[ \t]*\n)*)+)",
-                      re.M)
+#: a reST literal block's opening: a paragraph ending in "::" (not a directive's ".. x::" line)
+_LITERAL = re.compile(r"^(?![ \t]*\.\. )([ \t]*)\S[^\n]*::[ \t]*\n", re.M)
+#: a reST code directive (``.. code-block:: cmake``, ``.. code::``, ``.. sourcecode::``, ``.. parsed-literal::``,
+#: ``.. productionlist::``) or the first paragraph of a directive whose body opens with a call (``.. signature::`` then
+#: ``list(APPEND ...)``, its description after): its indented body is example code (``find_package(Stats 2.6.4 REQUIRED)``, ``GROUP SomeGroup QUIET``): blanked
+#: with the markup (read before the directive's marker is), as the name and identifier rules skip literal blocks
+_DIRECTIVE = re.compile(r"^([ \t]*)\.\. ([A-Za-z][\w-]*)::[^\n]*\n", re.M)
+_CODE_DIRECTIVES = frozenset({"code", "code-block", "sourcecode", "parsed-literal", "productionlist"})
+_OPENS_CALL = re.compile(r"(?:[ \t]*\n)*[ \t]*(?::[\w-]+:[^\n]*\n(?:[ \t]*\n)*[ \t]*)*[A-Za-z_][\w:]*\(")
+_PARAGRAPH = re.compile(r"(?:[ \t]*\n)*([^\n]*(?:\n(?![ \t]*(?:\n|\Z))[^\n]*)*)")
 #: an interactive session's input lines (">>> d = {'two': 2}", "... "): code, whose string literals are no names
 _PROMPT = re.compile(r"^[ \t]*(?:>>>|\.\.\.)(?: [^\n]*)?$", re.M)
 _BASE64 = re.compile(r"[A-Za-z0-9+/]{20,}={0,2}")
@@ -73,6 +83,8 @@ _LONG_FLAG = re.compile(r"(?<![\w-])--[A-Za-z][\w-]*[A-Za-z0-9]")
 _FLAG = re.compile(r"^--?[A-Za-z][\w-]*$")
 _WHOLE = re.compile(rf"^{_IDENT}(?:\.{_IDENT})*(?:\(.*\))?$")
 _PHRASE = re.compile(r"^[a-z][\w-]*(?: [a-z][\w-]*){1,2}$")
+#: a call's argument list, on one line or several (no blank line), one level of nested parentheses
+_CALL_ARGS = re.compile(r"(?<![\w.])[A-Za-z_][\w:.]*\(((?:[^()\n]|\n(?![ \t]*\n)|\([^()\n]*\))*)\)")
 _CALLEE = re.compile(rf"(?<![\w.])({_IDENT}(?:\.{_IDENT})*)\(")
 _ACRONYM_DEF = re.compile(r"\b((?:[A-Z][a-z]+|[a-z]+)(?:[ -](?:[A-Za-z][a-z]+|of|and|for|the)){1,6}) \(([A-Z]{2,}s?)\)")
 
@@ -90,6 +102,34 @@ def _blank_all(text: str, spans) -> str:
     return "".join(chars)
 
 
+def _body(text: str, start: int, indent: int, paragraphs: int = 1_000_000) -> tuple[int, int]:
+    """The span of the indented body that starts at ``start`` (after a block's opening line indented ``indent``).
+
+    A chunker strips the indentation of a paragraph's first line, so only a paragraph's other lines (and an indented
+    first line) tell its depth: the body's first paragraph sets it (deeper than the opening; a lone unindented line
+    right after the opening is the body's only line), and the paragraphs after belong to the body while their known
+    lines are at least that deep (prose after a code block, back at the opening's depth, ends it), up to ``paragraphs``.
+    """
+    end, pos, depth = start, start, None
+    while pos < len(text) and paragraphs > 0:
+        m = _PARAGRAPH.match(text, pos)
+        lines = m.group(1).split("\n")
+        if not m.group(1).strip():
+            break
+        known = [len(line) - len(line.lstrip()) for i, line in enumerate(lines)
+                 if line.strip() and (i or line[:1] in " \t")]
+        if depth is None and end == start:
+            if known and min(known) <= indent:
+                break
+            depth = min(known) if known else None
+        elif depth is None or not known or min(known) < depth:
+            break
+        end, pos, paragraphs = m.end(), m.end(), paragraphs - 1
+        if depth is None:
+            break  # a lone unindented line: nothing tells how deep the next paragraph would have to be
+    return (start, end)
+
+
 def mask_noise(text: str) -> str:
     """``text`` with markup noise blanked (same length, newlines kept).
 
@@ -99,6 +139,10 @@ def mask_noise(text: str) -> str:
     spans = [m.span() for pat in _NOISE for m in pat.finditer(text)]
     spans += [m.span() for m in _TEMPLATE.finditer(text) if re.search(r"\w", re.sub(r"<[^<>]*>", "", m.group()))]
     spans += [m.span() for m in _BASE64.finditer(text) if _base64_like(m.group())]
+    spans += [_body(text, m.end(), len(m.group(1))) if m.group(2).lower() in _CODE_DIRECTIVES
+              else _body(text, m.end(), len(m.group(1)), paragraphs=1)  # a signature; its description follows
+              for m in _DIRECTIVE.finditer(text)
+              if m.group(2).lower() in _CODE_DIRECTIVES or _OPENS_CALL.match(text, m.end())]
     return _blank_all(text, spans) if spans else text
 
 
@@ -152,7 +196,7 @@ def mask_code(text: str, spans: list[tuple[int, int, str]]) -> str:
 def _blocks(text: str, fences: bool = True) -> list[tuple[int, int]]:
     """The spans of ``text``'s code blocks: fenced, reST literal blocks and interactive-session input lines (example
     code: an argument list's ``GROUP SomeGroup QUIET``, a template's ``I2``, a literal's ``"two"`` are no names)."""
-    return [m.span() for m in _FENCE.finditer(text) if fences] + [m.span(2) for m in _LITERAL.finditer(text)] + [
+    return [m.span() for m in _FENCE.finditer(text) if fences] + [_body(text, m.end(), len(m.group(1))) for m in _LITERAL.finditer(text)] + [
         m.span() for m in _PROMPT.finditer(text)]
 
 
@@ -248,10 +292,26 @@ def code_entities(texts: list[str]) -> tuple[dict[str, str], list[dict[str, list
             if name in types:
                 where[name].append(start)
         positions.append(dict(where))
-    # the name rules do not read identifiers either ("Numeric" of "Numeric_Type=Digit")
+    # the name rules do not read identifiers either ("Numeric" of "Numeric_Type=Digit"); in a technical input a call's
+    # arguments are separate keywords and values (found while the callee is still there), no run of words is one name
+    masked = [_split_arguments(text) if technical else text for text in masked]
     masked = [_blank_all(text, [(a, b) for n, a, _k, b in hits if n in types]) if hits else text
               for text, hits in zip(masked, prose)]
     return types, positions, masked, technical
+
+
+def _split_arguments(text: str) -> str:
+    """``text`` with the spaces between the words of every call's argument list made commas (same length), so the
+    name rules read each argument alone: ``project(MyProject NONE)``, ``find_package(Qt5 COMPONENTS Gui REQUIRED)``
+    and ``ctest_start(GROUP SomeGroup QUIET)`` name no ``MyProject NONE`` or ``GROUP SomeGroup``."""
+    spans = [m.span(1) for m in _CALL_ARGS.finditer(text)]
+    if not spans:
+        return text
+    chars = list(text)
+    for start, end in spans:
+        for gap in re.finditer(r"(?<=\S)\s*[ \t](?=\S)", text[start:end]):  # a line break keeps its newline
+            chars[start + gap.end() - 1] = ","
+    return "".join(chars)
 
 
 def _shaped(name: str) -> bool:
