@@ -42,11 +42,10 @@ def _surface(name: str) -> str:
 
 def normalise_words(text: str) -> tuple[str, ...]:
     folded = text.casefold()
-    words = folded.split()
-    # most names are words between spaces: split() gives the regex's words when every piece is word characters
-    # (re's \w is str.isalnum() plus '_'), at a fifth of findall's cost per name (50k names at the first query)
-    if all(w.isalnum() or w.replace("_", "a").isalnum() for w in words):
-        return tuple(words)
+    # most names are words between spaces: split() gives the regex's words when every other character is a word
+    # character (re's \w is str.isalnum() plus '_'), at a fifth of findall's cost (50k names at the first query)
+    if folded.replace(" ", "").replace("_", "a").isalnum():
+        return tuple(folded.split())
     return tuple(_WORD.findall(folded))
 
 
