@@ -38,8 +38,12 @@ def _reference_edges(mentions, related, chunk_sources):
                       "stage": "entities"})
         evidence += [{"edge_id": edge_id, "source_id": chunk_sources[c], "chunk_ref": c, "provenance": "derived"}
                      for c in sorted(entry["chunks"])]
-    return (coerce(pd.DataFrame(edges), "edges") if edges else empty_frame("edges"),
-            coerce(pd.DataFrame(evidence), "edge_evidence") if evidence else empty_frame("edge_evidence"))
+    # ordered as the knowledge base stores them (graph.with_entity_stage)
+    edges = pd.DataFrame(edges).sort_values("edge_id", kind="stable") if edges else None
+    evidence = (pd.DataFrame(evidence).sort_values(["edge_id", "chunk_ref", "provenance"], kind="stable")
+                if evidence else None)
+    return (coerce(edges, "edges") if edges is not None else empty_frame("edges"),
+            coerce(evidence, "edge_evidence") if evidence is not None else empty_frame("edge_evidence"))
 
 
 def _reference(outputs, chunk_sources):
@@ -108,3 +112,12 @@ def test_no_edges_gives_the_empty_frames():
     assert list(entities["entity_id"]) == ["ada-lovelace"]
     pd.testing.assert_frame_equal(edges, empty_frame("edges"))
     pd.testing.assert_frame_equal(evidence, empty_frame("edge_evidence"))
+
+
+def test_rows_in_order_by_several_keys():
+    frame = pd.DataFrame({"a": ["a", "a", "b", "b"], "b": ["y", "z", "a", "b"]}).astype("str")
+    assert graph._in_order(frame, ["a", "b"]) and graph._in_order(frame, ["a"])
+    assert not graph._in_order(frame.iloc[[1, 0, 2, 3]], ["a", "b"])
+    assert graph._in_order(frame.iloc[[1, 0, 2, 3]], ["a"])  # ties keep their order (a stable sort)
+    assert not graph._in_order(frame.iloc[[0, 2, 1, 3]], ["a"])
+    assert not graph._in_order(frame.assign(a=["a", None, "b", "b"]), ["a"])

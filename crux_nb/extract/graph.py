@@ -12,7 +12,10 @@ from collections import Counter, defaultdict
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from .._hashing import stable_hash
 from ..refs import EntityRef, encode_ref
@@ -204,10 +207,9 @@ def with_entity_stage(state: Any, entities: pd.DataFrame, edges: pd.DataFrame, e
     """Replace the ``entities`` stage of ``state`` (other stages' edges are kept)."""
     other = state.edges[state.edges["stage"] != STAGE]
     other_ev = state.edge_evidence[state.edge_evidence["edge_id"].isin(other["edge_id"])]
-    all_edges = pd.concat([other, edges], ignore_index=True).sort_values("edge_id", kind="stable")
-    all_ev = pd.concat([other_ev, evidence], ignore_index=True).sort_values(["edge_id", "chunk_ref", "provenance"],
-                                                                            kind="stable")
-    used = set(all_edges["from_ref"]) | set(all_edges["to_ref"])
+    all_edges = _stored(other, edges, ["edge_id"])
+    all_ev = _stored(other_ev, evidence, ["edge_id", "chunk_ref", "provenance"])
+    used = pd.concat([all_edges["from_ref"], all_edges["to_ref"]], ignore_index=True).unique()
     kept = state.entities[state.entities["ref"].isin(used) & ~state.entities["entity_id"].isin(entities["entity_id"])]
     extracted = entities[entities["ref"].isin(used)]
     all_entities = pd.concat([kept, extracted], ignore_index=True).sort_values("entity_id", kind="stable")
@@ -216,3 +218,30 @@ def with_entity_stage(state: Any, entities: pd.DataFrame, edges: pd.DataFrame, e
                    version=state.version + 1)
 
 
+
+
+def _stored(kept: pd.DataFrame, new: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """``kept`` and ``new`` rows ordered by ``keys``; ``new`` itself (no copy of a large graph) when nothing is
+    kept and it is in order already, as :class:`~crux_nb.extract.graph_edges.EdgeCodes` writes it."""
+    if kept.empty and _in_order(new, keys):
+        return new
+    return pd.concat([kept, new], ignore_index=True).sort_values(keys, kind="stable")
+
+
+def _in_order(frame: pd.DataFrame, keys: list[str]) -> bool:
+    """Whether the rows are ordered by the string columns ``keys`` (code-point order, no missing value)."""
+    if len(frame) < 2:
+        return True
+    later = np.ones(len(frame) - 1, dtype=bool)  # rows ordered by the keys compared so far, ties still open
+    ahead = np.zeros(len(frame) - 1, dtype=bool)  # rows already strictly before the next
+    for key in keys:
+        values = pa.array(frame[key].array)
+        values = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+        if values.null_count:
+            return False
+        left, right = values[:-1], values[1:]
+        less = pc.less(left, right).to_numpy(zero_copy_only=False)
+        equal = pc.equal(left, right).to_numpy(zero_copy_only=False)
+        later &= ahead | less | equal
+        ahead |= later & less
+    return bool(later.all())

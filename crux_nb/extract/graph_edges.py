@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from ..refs import EntityRef, encode_ref
 from ..schema import coerce, empty_frame
-from ..store.edge_ids import edge_ids, hex_ids, strings
+from ..store.edge_ids import edge_ids, head_keys, hex_ids, strings
 
 __all__ = ["EdgeCodes"]
 
@@ -41,8 +41,9 @@ def _constant(value: str, n: int) -> tuple[np.ndarray, pa.Array]:
     return np.zeros(n, dtype=np.int64), strings([value])
 
 
-def _column(*parts: pa.Array) -> pd.Series:
-    return pd.Series(pa.concat_arrays(list(parts)), dtype="str")
+def _take(table: pa.Array, codes: np.ndarray) -> pd.Series:
+    """A ``str`` column of ``table``'s values at ``codes`` (-1: missing)."""
+    return pd.Series(table.take(pa.array(codes, mask=codes < 0)), dtype="str")
 
 
 class EdgeCodes:
@@ -93,8 +94,7 @@ class EdgeCodes:
             self._described.setdefault(ca << 32 | cb, description)
 
     def frames(self, stage: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """``(edges, evidence)``: mentions by (chunk, entity id), then related pairs by (a, b), each pair's
-        evidence by chunk ref (the order of the row-by-row build)."""
+        """``(edges, evidence)`` ordered as they are stored: edges by id, evidence by edge id, then chunk ref."""
         eids, chunks = list(self._entities), list(self._chunks)
         if not (self._mentions[0] or self._related[0]):
             return empty_frame("edges"), empty_frame("edge_evidence")
@@ -112,22 +112,30 @@ class EdgeCodes:
         r_heads = edge_ids(_constant("symmetric", n_r), (r_from, tables["refs"]), (r_to, tables["refs"]),
                            _constant("related", n_r), stage)
         heads = np.concatenate([m_heads, r_heads])
+        order = np.argsort(head_keys(heads), kind="stable")  # rows by edge id (the ids are the heads in hex)
+        related = (order >= n_m).astype(np.int64)
         edges = pd.DataFrame({
-            "edge_id": pd.Series(hex_ids(heads), dtype="str"),
-            "type": _column(strings(["mentions"] * n_m), strings(["related"] * n_r)),
-            "from_ref": _column(tables["chunks"].take(pa.array(m_chunk)), tables["refs"].take(pa.array(r_from))),
-            "to_ref": _column(tables["refs"].take(pa.array(m_entity)), tables["refs"].take(pa.array(r_to))),
-            "direction": _column(strings(["directed"] * n_m), strings(["symmetric"] * n_r)),
-            "description": _column(strings([None] * n_m), strings(descriptions)),
-            "weight": np.concatenate([np.ones(n_m), weights]),
-            "stage": pd.Series(strings([stage] * (n_m + n_r)), dtype="str"),
+            "edge_id": pd.Series(hex_ids(heads[order]), dtype="str"),
+            "type": _take(strings(["mentions", "related"]), related),
+            "from_ref": _take(pa.concat_arrays([tables["chunks"], tables["refs"]]),
+                              np.concatenate([m_chunk, len(chunks) + r_from])[order]),
+            "to_ref": _take(tables["refs"], np.concatenate([m_entity, r_to])[order]),
+            "direction": _take(strings(["directed", "symmetric"]), related),
+            "description": _take(strings(descriptions), np.concatenate([np.full(n_m, -1), np.arange(n_r)])[order]),
+            "weight": np.concatenate([np.ones(n_m), weights])[order],
+            "stage": _take(strings([stage]), np.zeros(n_m + n_r, dtype=np.int64)),
         })
-        ev_chunks = np.concatenate([m_chunk, ev_chunk])
+        # evidence rows by edge id, then chunk ref: a pair's rows come in chunk order, and the sort is stable
+        ev_edge = np.concatenate([np.arange(n_m), n_m + ev_edge])
+        position = np.empty(n_m + n_r, dtype=np.int64)
+        position[order] = np.arange(n_m + n_r)
+        rows = np.argsort(position[ev_edge], kind="stable")
+        ev_edge, ev_chunks = ev_edge[rows], np.concatenate([m_chunk, ev_chunk])[rows]
         evidence = pd.DataFrame({
-            "edge_id": pd.Series(hex_ids(heads[np.concatenate([np.arange(n_m), n_m + ev_edge])]), dtype="str"),
-            "source_id": pd.Series(tables["sources"].take(pa.array(ev_chunks)), dtype="str"),
-            "chunk_ref": pd.Series(tables["chunks"].take(pa.array(ev_chunks)), dtype="str"),
-            "provenance": pd.Series(strings(["derived"] * len(ev_chunks)), dtype="str"),
+            "edge_id": pd.Series(hex_ids(heads[ev_edge]), dtype="str"),
+            "source_id": _take(tables["sources"], ev_chunks),
+            "chunk_ref": _take(tables["chunks"], ev_chunks),
+            "provenance": _take(strings(["derived"]), np.zeros(len(ev_chunks), dtype=np.int64)),
         })
         return coerce(edges, "edges"), coerce(evidence, "edge_evidence")
 
