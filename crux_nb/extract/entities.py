@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from .._hashing import canonical_json
 from ..schema import coerce, empty_frame
-from .graph import entity_id_for, gather_entity_graph, with_entity_stage
+from .graph import build_entity_frames, entity_id_for, with_entity_stage
 
 __all__ = ["ExtractionResult", "extract_entities", "entity_id_for", "DEFAULT_BATCH_CHARS", "stale_extractor_note"]
 
@@ -162,12 +162,9 @@ def extract_entities(kb: Any, model: Any = None, *, batch_chars: int | None = No
     del results, jobs  # the outputs are held once, by source, from here on
     outputs = {**reused, **{s: _merge(fresh.pop(s)) for s in sorted(fresh)}}
     extractions = _extraction_frame(outputs, hashes, fingerprint)
-    gathered = gather_entity_graph(sorted(outputs.items()), chunk_sources)
-    extracted, n_reused = len(outputs) - len(reused), len(reused)
-    del outputs, reused  # in the JSON and the gathered graph now: let go before the frames are written
-    entities, edges, evidence = gathered.frames()
+    entities, edges, evidence = build_entity_frames(sorted(outputs.items()), chunk_sources)
     kb.commit(lambda current: _apply(current, state, entities, edges, evidence, extractions))
-    return ExtractionResult(model=model.name, sources_extracted=extracted, sources_reused=n_reused,
+    return ExtractionResult(model=model.name, sources_extracted=len(outputs) - len(reused), sources_reused=len(reused),
                             calls=len(log), entities=int(len(kb.state.entities)),
                             mentions=int((edges["type"] == "mentions").sum()),
                             related=int((edges["type"] == "related").sum()), call_log=log)

@@ -137,25 +137,8 @@ def _group_ids(outputs: list[tuple[str, dict[str, Any]]]) -> dict[str, str]:
     return ids
 
 
-class GatheredGraph:
-    """The entity records and edge codes gathered from every source's output, before the frames are written:
-    the caller can let go of the outputs first (on a large corpus they and the frames would not fit at once)."""
-
-    def __init__(self, entities: dict[str, _Entity], codes: EdgeCodes) -> None:
-        self._entities, self._codes = entities, codes
-
-    def frames(self) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-        """``(entities, edges, evidence)`` frames of the ``entities`` stage (once: the records are consumed)."""
-        return _entity_frame(self._entities), *self._codes.frames(STAGE)
-
-
 def build_entity_frames(outputs: list[tuple[str, dict[str, Any]]], chunk_sources: dict[str, str]):
-    """(entities, edges, evidence) frames for the ``entities`` stage from ``(source_id, output)`` pairs."""
-    return gather_entity_graph(outputs, chunk_sources).frames()
-
-
-def gather_entity_graph(outputs: list[tuple[str, dict[str, Any]]], chunk_sources: dict[str, str]) -> GatheredGraph:
-    """The entities, mentions and related pairs of ``(source_id, output)`` pairs, entities merged across sources.
+    """(entities, edges, evidence) frames for the ``entities`` stage from ``(source_id, output)`` pairs.
 
     Mentions and related pairs are kept as integer codes (entity ids and chunk refs numbered once) in flat
     arrays, not as a tuple, dict and set per pair: on 10k short passages that held most of the peak memory.
@@ -183,7 +166,7 @@ def gather_entity_graph(outputs: list[tuple[str, dict[str, Any]]], chunk_sources
             a, b = sorted((resolve(r["from"]), resolve(r["to"])))
             if a != b:
                 graph.relate(a, b, r.get("chunk_ids", []), r.get("description"))
-    return GatheredGraph(entities, graph)
+    return _entity_frame(entities), *graph.frames(STAGE)
 
 
 def _add_entity(record: _Entity, ent: dict[str, Any], kind: Any) -> None:
