@@ -54,8 +54,10 @@ class EdgeCodes:
     >>> codes.mention("chunk:a.md:c0000", "ada-lovelace")
     >>> codes.relate("ada-lovelace", "london", ["chunk:a.md:c0000", "chunk:gone.md:c0000"], "Ada lived in London.")
     >>> edges, evidence = codes.frames("entities")
-    >>> edges[["type", "from_ref", "to_ref", "weight", "description"]].values.tolist()
-    [['mentions', 'chunk:a.md:c0000', 'entity:ada-lovelace', 1.0, nan], ['related', 'entity:ada-lovelace', 'entity:london', 1.0, 'Ada lived in London.']]
+    >>> for row in edges[["type", "from_ref", "to_ref", "weight", "description"]].itertuples(index=False):
+    ...     print(*row)
+    mentions chunk:a.md:c0000 entity:ada-lovelace 1.0 nan
+    related entity:ada-lovelace entity:london 1.0 Ada lived in London.
     >>> evidence["chunk_ref"].tolist()
     ['chunk:a.md:c0000', 'chunk:a.md:c0000']
     """
