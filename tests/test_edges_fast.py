@@ -178,6 +178,9 @@ def test_column_wise_ids_are_stable_ids(rows, stage):
                 for d, f, t, y in rows]
     assert ids == expected
     assert id_keys(pd.Series(ids, dtype="str")).tolist() == [int(i[5:], 16) for i in expected]
+    with mock.patch("crux_nb.store.edge_ids.HASH_BLOCK", 3):  # hashed a block of rows at a time: the same ids
+        blocked = hex_ids(edge_ids(coded(directions), coded(starts), coded(ends), coded(types), stage))
+    assert blocked.to_pylist() == expected
 
 
 def _random_frame(rng: np.random.Generator, n: int, names: list[str]) -> pd.DataFrame:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 
 from .._hashing import canonical_json
 from ..schema import coerce, empty_frame
@@ -24,6 +25,7 @@ __all__ = ["ExtractionResult", "extract_entities", "entity_id_for", "DEFAULT_BAT
 #: Characters of chunk text per extraction call (upstream's derive batch size).
 DEFAULT_BATCH_CHARS = 12_000
 PROGRESS_THRESHOLD = 10
+JSON_BLOCK = 1024  # sources whose output JSON is written into Arrow at once
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,22 @@ def _merge(outputs: list[dict[str, Any]]) -> dict[str, Any]:
         for key in merged:
             merged[key].extend(out.get(key, []))
     return merged
+
+
+def _extraction_frame(outputs: dict[str, dict[str, Any]], hashes: dict[str, str], fingerprint: str) -> pd.DataFrame:
+    """The ``extractions`` table: each source's output as canonical JSON, written into Arrow a block of sources
+    at a time (the JSON of a large corpus is not held as Python strings and as Arrow at once)."""
+    from ..store.edge_ids import strings
+
+    order = sorted(outputs)
+    if not order:
+        return empty_frame("extractions")
+    blocks = [strings([canonical_json(outputs[s]) for s in order[i:i + JSON_BLOCK]])
+              for i in range(0, len(order), JSON_BLOCK)]
+    frame = pd.DataFrame({"source_id": order, "content_hash": [hashes[s] for s in order],
+                          "model_fingerprint": fingerprint,
+                          "output": pd.Series(pa.concat_arrays(blocks), dtype="str")})
+    return coerce(frame, "extractions")
 
 
 def _progress(total: int, enabled: bool | None):
@@ -141,13 +159,12 @@ def extract_entities(kb: Any, model: Any = None, *, batch_chars: int | None = No
     fresh: dict[str, list] = {}
     for (source_id, _, _), output in zip(jobs, results):
         fresh.setdefault(source_id, []).append(output)
-    outputs = {**reused, **{s: _merge(o) for s, o in fresh.items()}}
-    rows = [{"source_id": s, "content_hash": hashes[s], "model_fingerprint": fingerprint,
-             "output": canonical_json(outputs[s])} for s in sorted(outputs)]
-    extractions = coerce(pd.DataFrame(rows), "extractions") if rows else empty_frame("extractions")
+    del results, jobs  # the outputs are held once, by source, from here on
+    outputs = {**reused, **{s: _merge(fresh.pop(s)) for s in sorted(fresh)}}
+    extractions = _extraction_frame(outputs, hashes, fingerprint)
     entities, edges, evidence = build_entity_frames(sorted(outputs.items()), chunk_sources)
     kb.commit(lambda current: _apply(current, state, entities, edges, evidence, extractions))
-    return ExtractionResult(model=model.name, sources_extracted=len(fresh), sources_reused=len(reused),
+    return ExtractionResult(model=model.name, sources_extracted=len(outputs) - len(reused), sources_reused=len(reused),
                             calls=len(log), entities=int(len(kb.state.entities)),
                             mentions=int((edges["type"] == "mentions").sum()),
                             related=int((edges["type"] == "related").sum()), call_log=log)

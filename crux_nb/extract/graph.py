@@ -12,13 +12,17 @@ from collections import Counter, defaultdict
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from .._hashing import stable_hash, stable_id
+from .._hashing import stable_hash
 from ..refs import EntityRef, encode_ref
 from ..models.offline_code import CODE_TYPES
 from ..models.offline_names import fold_names
 from ..schema import ENTITY_TYPES, coerce, empty_frame
+from .graph_edges import EdgeCodes
 
 STAGE = "entities"
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -58,12 +62,14 @@ def _id_for(name: str, kind: str | None) -> str:
 
 
 class _Entity:
+    __slots__ = ("names", "aliases", "types", "raw_types", "description")
+
     def __init__(self) -> None:
         self.names: Counter[str] = Counter()
         self.aliases: set[str] = set()
         self.types: Counter[str] = Counter()
         self.raw_types: Counter[str] = Counter()
-        self.descriptions: list[str] = []
+        self.description: str | None = None  # the first one given
 
 
 def entity_type(raw: Any) -> tuple[str | None, str | None]:
@@ -132,26 +138,20 @@ def _group_ids(outputs: list[tuple[str, dict[str, Any]]]) -> dict[str, str]:
 
 
 def build_entity_frames(outputs: list[tuple[str, dict[str, Any]]], chunk_sources: dict[str, str]):
-    """(entities, edges, evidence) frames for the ``entities`` stage from ``(source_id, output)`` pairs."""
+    """(entities, edges, evidence) frames for the ``entities`` stage from ``(source_id, output)`` pairs.
+
+    Mentions and related pairs are kept as integer codes (entity ids and chunk refs numbered once) in flat
+    arrays, not as a tuple, dict and set per pair: on 10k short passages that held most of the peak memory.
+    """
     entities: dict[str, _Entity] = defaultdict(_Entity)
-    mentions: set[tuple[str, str]] = set()
-    related: dict[tuple[str, str], dict[str, Any]] = {}
+    graph = EdgeCodes(chunk_sources)
     group_ids = _group_ids(outputs)
     for _source, output in outputs:
         lookup = {}
         for ent in output.get("entities", []):
             kind = ent.get("type")
             eid = group_ids.get(_label(ent["name"], kind)) or _id_for(ent["name"], kind)
-            record = entities[eid]
-            record.names[ent["name"]] += 1
-            record.aliases.update(a for a in ent.get("aliases", []) if a)
-            normal, raw = entity_type(kind)
-            if normal:
-                record.types[normal] += 1
-            if raw:
-                record.raw_types[raw] += 1
-            if ent.get("description"):
-                record.descriptions.append(ent["description"])
+            _add_entity(entities[eid], ent, kind)
             for label in (ent["name"], *ent.get("aliases", [])):
                 lookup.setdefault(_label(label, kind), eid)
 
@@ -161,53 +161,45 @@ def build_entity_frames(outputs: list[tuple[str, dict[str, Any]]], chunk_sources
             if m["chunk_id"] in chunk_sources:
                 eid = resolve(m["name"])
                 entities[eid].names[m["name"]] += 0  # known even if not listed among entities
-                mentions.add((m["chunk_id"], eid))
+                graph.mention(m["chunk_id"], eid)
         for r in output.get("related", []):
             a, b = sorted((resolve(r["from"]), resolve(r["to"])))
-            chunks = [c for c in r.get("chunk_ids", []) if c in chunk_sources]
-            if a == b or not chunks:
-                continue
-            entry = related.setdefault((a, b), {"chunks": set(), "description": None})
-            entry["chunks"].update(chunks)
-            if entry["description"] is None and r.get("description"):
-                entry["description"] = r["description"]
-    return _entity_frame(entities), *_edge_frames(mentions, related, chunk_sources)
+            if a != b:
+                graph.relate(a, b, r.get("chunk_ids", []), r.get("description"))
+    return _entity_frame(entities), *graph.frames(STAGE)
+
+
+def _add_entity(record: _Entity, ent: dict[str, Any], kind: Any) -> None:
+    record.names[ent["name"]] += 1
+    record.aliases.update(a for a in ent.get("aliases", []) if a)
+    normal, raw = entity_type(kind)
+    if normal:
+        record.types[normal] += 1
+    if raw:
+        record.raw_types[raw] += 1
+    if ent.get("description") and record.description is None:
+        record.description = ent["description"]
+
+
+def _top(counts: Counter) -> Any:
+    """The most frequent key, ties to code-point order."""
+    return min(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0]
 
 
 def _entity_frame(entities: dict[str, _Entity]) -> pd.DataFrame:
-    rows = []
+    columns: dict[str, list] = {c: [] for c in ("entity_id", "ref", "canonical_name", "type", "aliases",
+                                               "description", "raw_type")}
     for eid in sorted(entities):
-        rec = entities[eid]
+        rec = entities.pop(eid)  # dropped as it is written: the records and the rows are not held twice
         # canonical name: the most frequent display form; ties go to the longest, then code-point order
-        canonical = sorted(rec.names.items(), key=lambda kv: (-kv[1], -len(kv[0]), kv[0]))[0][0]
-        aliases = sorted((rec.aliases | set(rec.names)) - {canonical})
-        kind = sorted(rec.types.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] if rec.types else None
-        raw = sorted(rec.raw_types.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] if kind == "other" and rec.raw_types else None
-        rows.append({"entity_id": eid, "ref": encode_ref(EntityRef(eid)), "canonical_name": canonical,
-                     "type": kind, "aliases": tuple(aliases),
-                     "description": rec.descriptions[0] if rec.descriptions else None, "raw_type": raw})
-    return coerce(pd.DataFrame(rows), "entities") if rows else empty_frame("entities")
-
-
-def _edge_frames(mentions, related, chunk_sources):
-    edges, evidence = [], []
-    for chunk, eid in sorted(mentions):
-        ent = encode_ref(EntityRef(eid))
-        edge_id = stable_id("edge", {"type": "mentions", "from": chunk, "to": ent, "direction": "directed", "stage": STAGE})
-        edges.append({"edge_id": edge_id, "type": "mentions", "from_ref": chunk, "to_ref": ent, "direction": "directed",
-                      "description": None, "weight": 1.0, "stage": STAGE})
-        evidence.append({"edge_id": edge_id, "source_id": chunk_sources[chunk], "chunk_ref": chunk, "provenance": "derived"})
-    for (a, b), entry in sorted(related.items()):
-        ra, rb = encode_ref(EntityRef(a)), encode_ref(EntityRef(b))
-        ra, rb = sorted((ra, rb))
-        edge_id = stable_id("edge", {"type": "related", "from": ra, "to": rb, "direction": "symmetric", "stage": STAGE})
-        edges.append({"edge_id": edge_id, "type": "related", "from_ref": ra, "to_ref": rb, "direction": "symmetric",
-                      "description": entry["description"], "weight": float(len(entry["chunks"])), "stage": STAGE})
-        evidence += [{"edge_id": edge_id, "source_id": chunk_sources[c], "chunk_ref": c, "provenance": "derived"}
-                     for c in sorted(entry["chunks"])]
-    edge_frame = coerce(pd.DataFrame(edges), "edges") if edges else empty_frame("edges")
-    ev_frame = coerce(pd.DataFrame(evidence), "edge_evidence") if evidence else empty_frame("edge_evidence")
-    return edge_frame, ev_frame
+        canonical = min(rec.names.items(), key=lambda kv: (-kv[1], -len(kv[0]), kv[0]))[0]
+        kind = _top(rec.types) if rec.types else None
+        values = (eid, encode_ref(EntityRef(eid)), canonical, kind,
+                  tuple(sorted((rec.aliases | set(rec.names)) - {canonical})), rec.description,
+                  _top(rec.raw_types) if kind == "other" and rec.raw_types else None)
+        for column, value in zip(columns.values(), values):
+            column.append(value)
+    return coerce(pd.DataFrame(columns), "entities") if columns["entity_id"] else empty_frame("entities")
 
 
 def with_entity_stage(state: Any, entities: pd.DataFrame, edges: pd.DataFrame, evidence: pd.DataFrame,
@@ -215,10 +207,9 @@ def with_entity_stage(state: Any, entities: pd.DataFrame, edges: pd.DataFrame, e
     """Replace the ``entities`` stage of ``state`` (other stages' edges are kept)."""
     other = state.edges[state.edges["stage"] != STAGE]
     other_ev = state.edge_evidence[state.edge_evidence["edge_id"].isin(other["edge_id"])]
-    all_edges = pd.concat([other, edges], ignore_index=True).sort_values("edge_id", kind="stable")
-    all_ev = pd.concat([other_ev, evidence], ignore_index=True).sort_values(["edge_id", "chunk_ref", "provenance"],
-                                                                            kind="stable")
-    used = set(all_edges["from_ref"]) | set(all_edges["to_ref"])
+    all_edges = _stored(other, edges, ["edge_id"])
+    all_ev = _stored(other_ev, evidence, ["edge_id", "chunk_ref", "provenance"])
+    used = pd.concat([all_edges["from_ref"], all_edges["to_ref"]], ignore_index=True).unique()
     kept = state.entities[state.entities["ref"].isin(used) & ~state.entities["entity_id"].isin(entities["entity_id"])]
     extracted = entities[entities["ref"].isin(used)]
     all_entities = pd.concat([kept, extracted], ignore_index=True).sort_values("entity_id", kind="stable")
@@ -227,3 +218,30 @@ def with_entity_stage(state: Any, entities: pd.DataFrame, edges: pd.DataFrame, e
                    version=state.version + 1)
 
 
+
+
+def _stored(kept: pd.DataFrame, new: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """``kept`` and ``new`` rows ordered by ``keys``; ``new`` itself (no copy of a large graph) when nothing is
+    kept and it is in order already, as :class:`~crux_nb.extract.graph_edges.EdgeCodes` writes it."""
+    if kept.empty and _in_order(new, keys):
+        return new
+    return pd.concat([kept, new], ignore_index=True).sort_values(keys, kind="stable")
+
+
+def _in_order(frame: pd.DataFrame, keys: list[str]) -> bool:
+    """Whether the rows are ordered by the string columns ``keys`` (code-point order, no missing value)."""
+    if len(frame) < 2:
+        return True
+    later = np.ones(len(frame) - 1, dtype=bool)  # rows ordered by the keys compared so far, ties still open
+    ahead = np.zeros(len(frame) - 1, dtype=bool)  # rows already strictly before the next
+    for key in keys:
+        values = pa.array(frame[key].array)
+        values = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+        if values.null_count:
+            return False
+        left, right = values[:-1], values[1:]
+        less = pc.less(left, right).to_numpy(zero_copy_only=False)
+        equal = pc.equal(left, right).to_numpy(zero_copy_only=False)
+        later &= ahead | less | equal
+        ahead |= later & less
+    return bool(later.all())

@@ -184,6 +184,7 @@ def _related(texts, spans_by_chunk, where, originals) -> list[dict[str, Any]]:
             for b in present[i + 1:]:
                 pairs[(a, b)].append(ci)
     related = []
+    quotes: dict[tuple[int, int], str] = {}  # one string per sentence quoted: pairs share it, not a copy each
     for (a, b), cis in sorted(pairs.items()):
         item: dict[str, Any] = {"from": a, "to": b, "chunk_ids": [texts[ci][0] for ci in cis]}
         for ci in cis:
@@ -191,7 +192,7 @@ def _related(texts, spans_by_chunk, where, originals) -> list[dict[str, Any]]:
             shared = [si for si in shared if si < len(spans_by_chunk[ci]) and len(spans_by_chunk[ci][si].text) <= 500]
             if shared:
                 span = spans_by_chunk[ci][shared[0]]
-                item["description"] = originals[ci][span.start:span.end]
+                item["description"] = quotes.setdefault((ci, shared[0]), originals[ci][span.start:span.end])
                 break
         related.append(item)
     return related

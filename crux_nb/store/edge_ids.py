@@ -39,6 +39,7 @@ _HEX_BYTE = np.full(65536, 256, dtype=np.uint16)
 _HEX_BYTE[_BYTE_HEX.view(np.uint16)] = np.arange(256, dtype=np.uint16)
 _PREFIX = np.frombuffer(b"edge_", dtype=np.uint8)
 _ID_LENGTH = 21  # "edge_" + 16 hex digits
+HASH_BLOCK = 65_536  # rows whose texts are assembled and hashed together
 
 
 def strings(values) -> pa.Array:
@@ -82,14 +83,18 @@ def edge_ids(direction: Coded, start: Coded, end: Coded, kind: Coded, stage: str
     if not n:
         return np.zeros((0, 8), dtype=np.uint8)
     text = lambda s: pa.scalar(s, STRING)  # noqa: E731
-    parts = [quoted(table).take(codes) for codes, table in (direction, start, end, kind)]
-    body = pc.binary_join_element_wise(
-        text('{"direction":'), parts[0], text(',"from":'), parts[1],
-        text(f',"stage":{json.dumps(stage, ensure_ascii=False)},"to":'), parts[2], text(',"type":'), parts[3],
-        text("}"), text(""))
-    data = body.cast(pa.large_binary()).to_pylist()  # UTF-8 bytes, as stable_id encodes them
-    digests = b"".join(map(_DIGEST, map(hashlib.sha256, data)))
-    return np.frombuffer(digests, dtype=np.uint8).reshape(n, 32)[:, :8].copy()
+    columns = [(codes, quoted(table)) for codes, table in (direction, start, end, kind)]
+    stage_key = text(f',"stage":{json.dumps(stage, ensure_ascii=False)},"to":')
+    heads = np.empty((n, 8), dtype=np.uint8)
+    for low in range(0, n, HASH_BLOCK):  # a block of rows at a time: the texts of 1M edges are not held at once
+        parts = [table.take(codes[low:low + HASH_BLOCK]) for codes, table in columns]
+        body = pc.binary_join_element_wise(
+            text('{"direction":'), parts[0], text(',"from":'), parts[1], stage_key, parts[2], text(',"type":'),
+            parts[3], text("}"), text(""))
+        data = body.cast(pa.large_binary()).to_pylist()  # UTF-8 bytes, as stable_id encodes them
+        digests = b"".join(map(_DIGEST, map(hashlib.sha256, data)))
+        heads[low:low + len(data)] = np.frombuffer(digests, dtype=np.uint8).reshape(len(data), 32)[:, :8]
+    return heads
 
 
 def id_keys(ids) -> np.ndarray | None:
