@@ -344,8 +344,13 @@ def test_relevance_reason_is_shown_per_hit_and_hits_sort_by_score(kb):
     cells = re.findall(r'<td class="crux-reason">(.*?)</td>', view.paths.value)
     assert len(cells) == len(view.visible)
     assert name in cells[0] and f"1/{round(1 / weight)}" in cells[0] and "relevance" in cells[0]
-    assert "why" in view.detail.value and f"graph {first.reason.graph:.4f}" in view.detail.value
-    assert view.to_frame()["reason"].iloc[0].startswith("graph ")
+    assert "why" in view.detail.value and f"mass {first.reason.graph:.4f}" in view.detail.value
+    text = view.to_frame()["reason"].iloc[0]
+    assert text.startswith(f"relevance {first.reason.relevance:.3f} + graph ")
+    # the parts shown add up to the score shown
+    parts = [float(v) for v in re.findall(r"(?:relevance|graph|source name) ([0-9.]+)", text.split(" via ")[0])]
+    total = float(re.search(r"= ([0-9.]+)", text).group(1))
+    assert abs(sum(parts) - total) <= 0.002 and abs(total - first.score) <= 0.0005
     assert on_edges(view.graph.value)  # the selected hit's path is still highlighted
     upstream = ExpansionView(run(kb), kb=kb)
     assert "upstream order" in upstream.paths.value and "why" not in upstream.detail.value

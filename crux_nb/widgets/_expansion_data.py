@@ -44,13 +44,27 @@ def path_text(path: Iterable[str], edges: Iterable[str]) -> str:
     return " ".join(parts)
 
 
+def score_parts(reason: ExpansionReason) -> str:
+    """How a relevance-ranked hit's score adds up (``score = relevance + graph term + source-name term``; the graph
+    term is ``graph_weight x sqrt(mass)``, read off the score so the parts always sum to it).
+
+    >>> score_parts(ExpansionReason(entities=(), graph=0.49, relevance=0.35, score=0.525))
+    'relevance 0.350 + graph 0.175 (mass 0.4900) = 0.525'
+    >>> score_parts(ExpansionReason(entities=(), graph=0.0, relevance=0.5, score=0.8, title=0.3))
+    'relevance 0.500 + graph 0.000 (mass 0.0000) + source name 0.300 = 0.800'
+    """
+    graph = reason.score - reason.relevance - reason.title
+    text = f"relevance {reason.relevance:.3f} + graph {max(graph, 0.0):.3f} (mass {reason.graph:.4f})"
+    return text + (f" + source name {reason.title:.3f}" if reason.title else "") + f" = {reason.score:.3f}"
+
+
 def reason_text(reason: ExpansionReason | None, label: Any = str) -> str:
-    """``graph 0.7000 x (1 + relevance 0.35) = 0.9450 via Scrooge (1/4)``; empty without a reason (upstream)."""
+    """``relevance 0.350 + graph 0.175 (mass 0.4900) = 0.525 via Scrooge (1/4)``; empty without a reason
+    (upstream)."""
     if reason is None:
         return ""
     via = ", ".join(f"{label(ref)} (1/{round(1 / w):d})" if w > 0 else label(ref) for ref, w in reason.entities)
-    text = f"graph {reason.graph:.4f} x (1 + relevance {reason.relevance:.2f}) = {reason.score:.4f}"
-    return text + (f" via {via}" if via else "")
+    return score_parts(reason) + (f" via {via}" if via else "")
 
 
 def _reason(value: Any) -> ExpansionReason | None:

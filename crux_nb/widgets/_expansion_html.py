@@ -12,7 +12,7 @@ from typing import Any, Iterable
 
 from ..display.html import STYLE, clip, esc, warnings_html
 from ..retrieval.expand import Expansion
-from ._expansion_data import ARROW_LEFT, ARROW_RIGHT, ExpansionData, reason_text
+from ._expansion_data import ARROW_LEFT, ARROW_RIGHT, ExpansionData, reason_text, score_parts
 
 __all__ = ["EXPANSION_STYLE", "expansion_svg", "paths_html", "detail_html", "header_html", "static_html"]
 
@@ -226,7 +226,7 @@ def _reason_cell(data: ExpansionData, x: Expansion) -> str:
     r = x.reason
     via = " ".join(f'<span class="crux-ref" title="{esc(ref)}">{esc(clip(data.label(ref), 24))}</span> '
                    f'<span class="crux-muted">1/{round(1 / w):d}</span>' if w > 0 else esc(ref) for ref, w in r.entities)
-    parts = (f'<span class="crux-score-parts">graph {r.graph:.4f} × (1 + relevance {r.relevance:.2f})</span>')
+    parts = f'<span class="crux-score-parts">{esc(score_parts(r))}</span>'
     return (f'<div class="crux-reason-via">{via}</div>' if via else "") + parts
 
 
