@@ -123,3 +123,22 @@ def test_threads_asking_for_the_traversal_index_at_once_share_one_build(opened, 
     for thread in threads:
         thread.join()
     assert len(built) == 1 and len({id(index) for index in found}) == 1
+
+
+def test_a_states_lookup_does_not_keep_the_state_alive(opened):
+    import gc
+    import weakref
+
+    from crux_nb.schema import SCHEMAS
+    from crux_nb.store.state import KBState
+
+    frames = crux_nb.open(opened).state
+    state = KBState(**{t: frames.frame(t) for t in SCHEMAS})
+    state.lookup.columns["content"], state.lookup.chunk_row  # built, as a query builds them
+    ref = weakref.ref(state)
+    gc.disable()  # reference counting alone must free it: no cycle through the lookup
+    try:
+        del state
+        assert ref() is None
+    finally:
+        gc.enable()

@@ -76,21 +76,23 @@ class Lookup:
     COLUMNS = ("source_id", "chunk_id", "parent_id", "content", "metadata")
 
     def __init__(self, state: KBState):
-        self._state = state
+        # the frames, not the state: the state holds this lookup, and a cycle would keep an old state's frames
+        # alive until the cyclic collector runs
+        self._chunks, self._parents, self._documents = state.chunks, state.parents, state.documents
         self.columns = _ColumnLists(state.chunks, self.COLUMNS)
 
     @cached_property
     def chunk_row(self) -> dict[str, int]:
-        return {ref: i for i, ref in enumerate(self._state.chunks["ref"].tolist())}
+        return {ref: i for i, ref in enumerate(self._chunks["ref"].tolist())}
 
     @cached_property
     def parent_title(self) -> dict[tuple[str, str], Any]:
-        parents = self._state.parents
+        parents = self._parents
         return dict(zip(zip(parents["source_id"], parents["parent_id"]), parents["title"]))
 
     @cached_property
     def document_path(self) -> dict[str, str | None]:
-        docs = self._state.documents
+        docs = self._documents
         return {s: (p if isinstance(p, str) else None) for s, p in zip(docs["source_id"], docs["path"])}
 
 
