@@ -12,16 +12,14 @@ from collections import Counter, defaultdict
 from dataclasses import replace
 from typing import Any
 
-import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from .._hashing import stable_hash
 from ..refs import EntityRef, encode_ref
 from ..models.offline_code import CODE_TYPES
 from ..models.offline_names import fold_names
 from ..schema import ENTITY_TYPES, coerce, empty_frame
+from ..store.splice import ascending
 from .graph_edges import EdgeCodes
 
 STAGE = "entities"
@@ -223,25 +221,6 @@ def with_entity_stage(state: Any, entities: pd.DataFrame, edges: pd.DataFrame, e
 def _stored(kept: pd.DataFrame, new: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """``kept`` and ``new`` rows ordered by ``keys``; ``new`` itself (no copy of a large graph) when nothing is
     kept and it is in order already, as :class:`~crux_nb.extract.graph_edges.EdgeCodes` writes it."""
-    if kept.empty and _in_order(new, keys):
+    if kept.empty and ascending([new[k] for k in keys]):
         return new
     return pd.concat([kept, new], ignore_index=True).sort_values(keys, kind="stable")
-
-
-def _in_order(frame: pd.DataFrame, keys: list[str]) -> bool:
-    """Whether the rows are ordered by the string columns ``keys`` (code-point order, no missing value)."""
-    if len(frame) < 2:
-        return True
-    later = np.ones(len(frame) - 1, dtype=bool)  # rows ordered by the keys compared so far, ties still open
-    ahead = np.zeros(len(frame) - 1, dtype=bool)  # rows already strictly before the next
-    for key in keys:
-        values = pa.array(frame[key].array)
-        values = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
-        if values.null_count:
-            return False
-        left, right = values[:-1], values[1:]
-        less = pc.less(left, right).to_numpy(zero_copy_only=False)
-        equal = pc.equal(left, right).to_numpy(zero_copy_only=False)
-        later &= ahead | less | equal
-        ahead |= later & less
-    return bool(later.all())

@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 from ..errors import CruxError, StorageError
 from ..refs import DocumentRef, ParentRef, encode_ref
 from .generations import RESTORE
+from .splice import ascending
 
 __all__ = ["check_manifest_kb", "check_tables", "MissingTableWarning"]
 
@@ -112,14 +113,10 @@ def _same_sorted_set(a: pa.ChunkedArray, b: pa.ChunkedArray) -> bool:
     False
     """
     a, b = a.combine_chunks(), b.combine_chunks()
-    if a.null_count or b.null_count or not (_ascending(a) and _ascending(b)):
+    if a.null_count or b.null_count or not (ascending([a]) and ascending([b])):
         return False
     a, b = _distinct_sorted(a), _distinct_sorted(b)
     return len(a) == len(b) and (not len(a) or bool(pc.all(pc.equal(a, b)).as_py()))
-
-
-def _ascending(values: pa.Array) -> bool:
-    return len(values) < 2 or bool(pc.all(pc.greater_equal(values[1:], values[:-1])).as_py())
 
 
 def _distinct_sorted(values: pa.Array) -> pa.Array:

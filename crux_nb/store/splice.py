@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from ..refs import DocumentRef, encode_ref
 
-__all__ = ["Removal", "frame_refs", "insert_by_key", "insert_sorted", "is_in", "masked", "plan_removal", "rows_where",
+__all__ = ["Removal", "ascending", "frame_refs", "insert_by_key", "insert_sorted", "is_in", "masked", "plan_removal", "rows_where",
            "touches", "values_where"]
 
 _STRING = pa.large_string()
@@ -33,6 +33,36 @@ _STRING = pa.large_string()
 
 def _arrow(series: pd.Series):
     return pa.array(series.array) if pd.api.types.is_string_dtype(series) else pa.array(series.tolist(), _STRING)
+
+
+def ascending(columns: list, *, keys: np.ndarray | None = None, strict: bool = False) -> bool:
+    """Whether rows are in ascending (``keys``, ``columns``...) order, compared column by column with ties left to
+    the next (Arrow compares strings by UTF-8 bytes: Python's str order); ``strict``: no two rows equal.
+    ``columns``: string Series or Arrow arrays; a missing value or a column of another dtype gives False.
+
+    >>> ascending([pd.Series(["a", "a", "b"], dtype="str"), pd.Series(["x", "y", "a"], dtype="str")])
+    True
+    >>> ascending([pd.Series(["a", "a"], dtype="str")], strict=True), ascending([pa.array(["b", "a"])])
+    (False, False)
+    >>> ascending([pd.Series(["a", "a"], dtype="str")], keys=np.array([1, 2]), strict=True)
+    True
+    """
+    n = len(keys) if keys is not None else len(columns[0])
+    if n < 2:
+        return True
+    arrays = [c if isinstance(c, (pa.Array, pa.ChunkedArray)) else
+              pa.array(c.array) if pd.api.types.is_string_dtype(c) else None for c in columns]
+    if any(a is None or a.null_count for a in arrays):
+        return False
+    if keys is None:
+        later, tie = np.zeros(n - 1, dtype=bool), np.ones(n - 1, dtype=bool)
+    else:
+        later, tie = keys[1:] > keys[:-1], keys[1:] == keys[:-1]
+    for values in arrays:
+        nxt, prev = values[1:], values[:-1]
+        later |= tie & pc.greater(nxt, prev).to_numpy(zero_copy_only=False)
+        tie &= pc.equal(nxt, prev).to_numpy(zero_copy_only=False)
+    return bool(later.all() if strict else (later | tie).all())
 
 
 def is_in(series: pd.Series, values) -> np.ndarray:

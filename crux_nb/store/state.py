@@ -24,7 +24,8 @@ from .chunking import source_rows
 from .ingest import SourceSpec
 from .rows import DIRECTIONS, STRUCTURAL_TYPES, edge_rows, entity_rows  # noqa: F401 (re-exported)
 from .edge_ids import id_keys
-from .splice import frame_refs, insert_by_key, insert_sorted, is_in, masked, plan_removal, rows_where, values_where
+from .splice import (ascending, frame_refs, insert_by_key, insert_sorted, is_in, masked, plan_removal, rows_where,
+                     values_where)
 from .rows_fast import fast_edge_rows, fast_entity_rows
 
 TABLES = tuple(SCHEMAS)
@@ -267,22 +268,6 @@ def _take(columns: dict[str, pd.Series], order: np.ndarray | None) -> pd.DataFra
     return pd.DataFrame({c: v.reset_index(drop=True) for c, v in columns.items()})
 
 
-def _ascending(keys: np.ndarray, columns: list[pd.Series]) -> bool:
-    """Whether rows are in strictly ascending (key, columns...) order, compared column-wise (Arrow compares
-    strings by UTF-8 bytes: Python's str order)."""
-    if len(keys) < 2:
-        return True
-    if not all(pd.api.types.is_string_dtype(c) and not c.hasnans for c in columns):
-        return False
-    later, tie = keys[1:] > keys[:-1], keys[1:] == keys[:-1]
-    for column in columns:
-        values = pa.array(column.array)
-        nxt, prev = values[1:], values[:-1]
-        later |= tie & pc.greater(nxt, prev).to_numpy(zero_copy_only=False)
-        tie &= pc.equal(nxt, prev).to_numpy(zero_copy_only=False)
-    return bool(later.all())
-
-
 def _first_edges(edges: dict, evidence: dict) -> tuple[pd.DataFrame, pd.DataFrame] | None:
     """The merge of the first edges of a state (no edges yet) without string sorts: the rows ordered by their
     ids' integer keys, the evidence by (edge key, chunk ref rank, provenance rank). ``None`` when an id is not
@@ -298,7 +283,7 @@ def _first_edges(edges: dict, evidence: dict) -> tuple[pd.DataFrame, pd.DataFram
         if (keys[order][1:] == keys[order][:-1]).any():
             return None
     frame = coerce(_take(edges, order), "edges")
-    if _ascending(ev_keys, [evidence["chunk_ref"], evidence["provenance"]]):
+    if ascending([evidence["chunk_ref"], evidence["provenance"]], keys=ev_keys, strict=True):
         return frame, coerce(_take(evidence, None), "edge_evidence")
     chunk_rank, _ = pd.factorize(evidence["chunk_ref"], sort=True)
     prov_rank, _ = pd.factorize(evidence["provenance"], sort=True)
