@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from . import compiled, frontier_kernel
+from .structure import distinct_sorted
 
 OUT, IN = 0, 1
 DIRECTION_NAMES = ("out", "in")
@@ -139,7 +140,7 @@ class AdjacencyIndex:
             offsets = np.repeat(starts - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
             entries = offsets + np.arange(total)
             peers = self.peer[entries[mask[entries]]]
-            peers = _distinct_sorted(peers[~seen[peers]])
+            peers = distinct_sorted(peers[~seen[peers]])
             if len(peers) == 0:
                 break
             seen[peers] = True
@@ -162,15 +163,6 @@ class AdjacencyIndex:
         if not compiled.ready("reach"):
             compiled.mark_ready("reach")
         return found
-
-
-def _distinct_sorted(values: np.ndarray) -> np.ndarray:
-    """``np.unique(values)`` by one sort: numpy 2's integer ``np.unique`` hashes first, several times slower
-    on the few thousand codes of a hop."""
-    values = np.sort(values)
-    if len(values) > 1:
-        values = values[np.concatenate(([True], values[1:] != values[:-1]))]
-    return values
 
 
 def _entry_order(node: np.ndarray, peer: np.ndarray, etype: np.ndarray, edge_row: np.ndarray,

@@ -14,7 +14,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .structure import encoded_refs, required_codes, structural_entries
+from .structure import distinct_sorted, encoded_refs, required_codes, structural_entries
 
 __all__ = ["TraversalIndex", "View", "KIND_CHUNK", "KIND_ENTITY", "KIND_OTHER", "STRUCTURAL_TYPES", "HUB_SHARE",
            "HUB_MIN_CHUNKS", "hub_mask"]
@@ -100,9 +100,7 @@ class TraversalIndex:
             idx = np.flatnonzero(mask)
             # specificity of a waypoint: 1 / distinct chunk neighbours (all of them, not only the first 64)
             chunk_peer = self.kind[self.peer[idx]] == KIND_CHUNK
-            pairs = np.sort(self.node[idx][chunk_peer] * len(self.refs) + self.peer[idx][chunk_peer])
-            # distinct pairs by sort and compare: numpy 2.4's np.unique hashes integers, ~10x slower on 1M of them
-            pairs = pairs[np.r_[True, pairs[1:] != pairs[:-1]]] if len(pairs) else pairs
+            pairs = distinct_sorted(self.node[idx][chunk_peer] * len(self.refs) + self.peer[idx][chunk_peer])
             df = np.bincount(pairs // max(len(self.refs), 1), minlength=len(self.refs)).astype(float)
             spec = np.where(self.kind == KIND_CHUNK, 1.0, 1.0 / np.maximum(df, 1.0))
             hubs = hub_mask(self.kind, df, len(self.chunk_code), hub_share)

@@ -184,3 +184,16 @@ def required_codes(codes: np.ndarray) -> np.ndarray:
     if len(codes) and codes.min() < 0:
         raise KeyError("a ref the structure or the edges name is not among the indexed refs")
     return codes
+
+
+def distinct_sorted(values: np.ndarray) -> np.ndarray:
+    """``np.unique(values)`` of integers by one sort and a compare: numpy 2.4's integer ``np.unique`` hashes
+    first, several times slower (a hop's few thousand codes, a view's million (node, peer) pairs).
+
+    >>> distinct_sorted(np.array([3, 1, 3, 2])).tolist()
+    [1, 2, 3]
+    """
+    values = np.sort(values)
+    if len(values) > 1:
+        values = values[np.concatenate(([True], values[1:] != values[:-1]))]
+    return values
