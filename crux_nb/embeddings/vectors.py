@@ -57,12 +57,7 @@ class EmbeddingResult:
 
 
 def _content_hashes(state: Any) -> list[str]:
-    key = ("content_hashes",)
-    hashes = state.cache.get(key)
-    if hashes is None:
-        hashes = [text_hash(c) for c in state.lookup.columns["content"]]
-        state.cache[key] = hashes
-    return hashes
+    return state.cached(("content_hashes",), lambda: [text_hash(c) for c in state.lookup.columns["content"]])
 
 
 def _stored(state: Any, fingerprint: str) -> dict[str, bytes]:
@@ -161,10 +156,10 @@ def chunk_matrix(state: Any, embedder: Any) -> np.ndarray:
     >>> chunk_matrix(kb.state, FunctionEmbedder(lambda ts: [[3.0, 4.0] for _ in ts], dim=2)).tolist()
     [[0.6000000238418579, 0.800000011920929]]
     """
-    key = ("dense", embedder.fingerprint)
-    matrix = state.cache.get(key)
-    if matrix is not None:
-        return matrix
+    return state.cached(("dense", embedder.fingerprint), lambda: _chunk_matrix(state, embedder))
+
+
+def _chunk_matrix(state: Any, embedder: Any) -> np.ndarray:
     hashes, texts, stored = _missing(state, embedder.fingerprint)
     fresh = embed_texts(embedder, texts) if texts else np.zeros((0, embedder.dim), dtype=np.float32)
     index = {h: i for i, h in enumerate(stored)}
@@ -180,7 +175,6 @@ def chunk_matrix(state: Any, embedder: Any) -> np.ndarray:
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     matrix = np.ascontiguousarray(matrix / np.where(norms > 0, norms, 1.0), dtype=np.float32)
     matrix.setflags(write=False)
-    state.cache[key] = matrix
     return matrix
 
 
@@ -196,14 +190,13 @@ def entity_matrix(state: Any, embedder: Any) -> np.ndarray:
     >>> entity_matrix(kb.state, FunctionEmbedder(lambda ts: [[len(t), 0.0] for t in ts], dim=2)).tolist()
     [[1.0, 0.0]]
     """
-    key = ("entity-dense", embedder.fingerprint)
-    matrix = state.cache.get(key)
-    if matrix is None:
+    def build() -> np.ndarray:
         names = [n if isinstance(n, str) else "" for n in state.entities["canonical_name"].tolist()]
         parts = [embed_texts(embedder, names[i:i + DEFAULT_BATCH_SIZE]) for i in range(0, len(names), DEFAULT_BATCH_SIZE)]
         matrix = np.concatenate(parts) if parts else np.zeros((0, embedder.dim), dtype=np.float32)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         matrix = np.ascontiguousarray(matrix / np.where(norms > 0, norms, 1.0), dtype=np.float32)
         matrix.setflags(write=False)
-        state.cache[key] = matrix
-    return matrix
+        return matrix
+
+    return state.cached(("entity-dense", embedder.fingerprint), build)

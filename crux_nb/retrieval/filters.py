@@ -130,11 +130,11 @@ BUILTIN_FIELDS = ("namespace", "source_id", "chunk_id")
 
 def known_fields(state: Any) -> frozenset[str]:
     """Every field a filter can match in ``state``: the built-in ones and any chunk's scalar metadata key."""
-    fields = state.cache.get("filter_fields")
-    if fields is None:
+    def build() -> frozenset[str]:
         keys = {k for m in state.lookup.columns["metadata"] for k, v in m.items() if is_scalar(v)}
-        fields = state.cache["filter_fields"] = frozenset(keys | set(BUILTIN_FIELDS))
-    return fields
+        return frozenset(keys | set(BUILTIN_FIELDS))
+
+    return state.cached("filter_fields", build)
 
 
 def unknown_field_warnings(state: Any, filter: Mapping[str, Any] | None) -> list[str]:

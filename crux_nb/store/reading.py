@@ -23,7 +23,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-__all__ = ["ChecksumMismatch", "read_bytes", "read_part", "join_parts", "decode_json"]
+__all__ = ["ChecksumMismatch", "read_bytes", "checked_bytes", "read_part", "join_parts", "decode_json"]
 
 
 class ChecksumMismatch(ValueError):
@@ -53,9 +53,18 @@ def read_part(data: bytes, sha256: Any, *, verify: bool = True) -> pa.Table:
     >>> read_part(data, None, verify=False).num_rows
     2
     """
+    return pq.read_table(pa.BufferReader(checked_bytes(data, sha256, verify=verify)))
+
+
+def checked_bytes(data: bytes, sha256: Any, *, verify: bool = True) -> bytes:
+    """``data``, after checking (with ``verify``) that its SHA-256 is ``sha256`` (:class:`ChecksumMismatch` if not).
+
+    >>> checked_bytes(b"x", hashlib.sha256(b"x").hexdigest())
+    b'x'
+    """
     if verify and hashlib.sha256(data).hexdigest() != sha256:
         raise ChecksumMismatch("checksum mismatch")
-    return pq.read_table(pa.BufferReader(data))
+    return data
 
 
 def join_parts(pieces: list[pa.Table]) -> pd.DataFrame:

@@ -7,6 +7,7 @@ succeeded, so a failed call leaves nothing half-done.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
@@ -53,11 +54,33 @@ class KBState:
     #: Shared by every state derived from this one (``replace`` copies the reference): caches that stay valid
     #: per source across changes, such as the lexical index's token arrays.
     shared: dict = field(default_factory=dict, compare=False, repr=False)
+    #: one lock per :meth:`cached` key (a state's own: ``replace`` gives the new state fresh ones)
+    _build_locks: dict = field(default_factory=dict, init=False, compare=False, repr=False)
+    _build_guard: Any = field(default_factory=threading.Lock, init=False, compare=False, repr=False)
 
     @cached_property
     def cache(self) -> dict:
-        """Derived indexes (lexical index, graph indexes) built once per state."""
+        """Derived indexes (lexical index, graph indexes) built once per state (:meth:`cached`)."""
         return {}
+
+    def cached(self, key: Any, build: Any) -> Any:
+        """``self.cache[key]``, made by ``build()`` on first use: a thread that asks while another builds it waits
+        for that build instead of making a second one (``crux_nb.open`` builds some in the background), and builds
+        of different keys run side by side.
+
+        >>> state = KBState()
+        >>> state.cached("answer", lambda: 42), state.cached("answer", lambda: 0)
+        (42, 42)
+        """
+        found = self.cache.get(key)
+        if found is None:
+            with self._build_guard:
+                lock = self._build_locks.setdefault(key, threading.RLock())
+            with lock:
+                found = self.cache.get(key)
+                if found is None:
+                    found = self.cache[key] = build()
+        return found
 
     @cached_property
     def lookup(self) -> Lookup:

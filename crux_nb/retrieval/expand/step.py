@@ -12,22 +12,20 @@ breadth-first search, a generation at a time over CSR arrays), at most 64 neighb
   step of the same run (0..1, the best chunk 1; :mod:`.joint`): a chunk reached through an entity scores
   ``relevance + graph_weight x sqrt(mass)``, a structural neighbour (the chunk before or after a hit, a
   chunk of its section) its relevance alone, and one with no relevance is left out; every candidate adds
-  ``title_weight`` x how fully the query names its source (:mod:`.titles`). With ``compete=True``
-  (the default) the retrieve step's next candidates join the pool with their relevance, so graph
-  candidates have to beat what a larger ``retrieve`` would have returned. Ordered by (score desc,
-  distance, seed rank, ref). Past the first hop, a node whose read would
-  pass each neighbour less than ``min_share`` of its seed's weight is not read (default
+  ``title_weight`` x how fully the query names its source (:mod:`.titles`). With ``compete=True`` (the default)
+  the retrieve step's next candidates join the pool with their relevance, so graph candidates have to beat what a
+  larger ``retrieve`` would have returned. Ordered by (score desc, distance, seed rank, ref). Past the first hop, a
+  node whose read would pass each neighbour less than ``min_share`` of its seed's weight is not read (default
   ``MIN_SHARE`` = 1/16: what reaches a node through an entity adjacent to more than 16 chunks, or a
   path as thin, stops there instead of spreading a vanishing share over many neighbours), and each hop
   past the first keeps ``damping`` (0.01) of the mass: a second hop mostly fills in where the first
   found too little (measured: weighing every hop alike at depth 2 lost 5-14 points of Recall@5).
-* ``ranking="upstream"``: upstream's algorithm (section 3.3) exactly: free entity hops, order
-  (distance, seed rank, support size desc, ref, discovery), score
-  ``1/(60 + position) + 1/(60 + seed rank + 1)``.
+* ``ranking="upstream"``: upstream's algorithm (section 3.3) exactly: free entity hops, order (distance, seed
+  rank, support size desc, ref, discovery), score ``1/(60 + position) + 1/(60 + seed rank + 1)``.
 
-``"query"`` seeds work (beyond upstream): entity names and aliases found in the query
-(case- and whitespace-normalised, longest match first) seed after the hits; with ``dense_entities=k``
-and a dense leg in the run, the k entities whose name vectors are nearest the query's follow them.
+``"query"`` seeds work (beyond upstream): entity names and aliases found in the query (case- and
+whitespace-normalised, longest match first) seed after the hits; with ``dense_entities=k`` and a dense leg in
+the run, the k entities whose name vectors are nearest the query's follow them.
 """
 
 from __future__ import annotations
@@ -216,9 +214,7 @@ class ExpandRelationsStep(Step):
         seeds = self._seeds(evidence, context)
         index = binding.reader.traversal_index
         seed_codes = [index.code.get(encode_ref(s)) for s in seeds]
-        view = index.view(None if self.types is None else frozenset(self.types),
-                          None if self.direction == "both" else (0 if self.direction == "out" else 1), self.fan_out,
-                          self.hubs)
+        view = index.view(*self.view_key())
         relevance = self.ranking == "relevance"
         weights = 1.0 / (np.arange(len(seeds)) + 1.0) if relevance else None
         found = traverse(index, view, seed_codes, depth=self.depth,
@@ -242,6 +238,10 @@ class ExpandRelationsStep(Step):
                                    "filled": tuple(filled), "pruned": found.pruned, "skipped": skipped,
                                    **({"graph_weight": weight, "title_weight": self.titles, "hubs": view.hubs}
                                       if relevance else {})})
+
+    def view_key(self) -> tuple:  # TraversalIndex.view's arguments for a run: types, direction, fan-out, hubs
+        return (None if self.types is None else frozenset(self.types),
+                None if self.direction == "both" else (0 if self.direction == "out" else 1), self.fan_out, self.hubs)
 
     def _seeds(self, evidence: list[EvidenceHit], context: StepContext) -> list[KnowledgeRef]:
         seeds: list[KnowledgeRef] = []

@@ -86,10 +86,7 @@ def source_names(state: Any) -> SourceNames:
     [0.68, 0.0, 0.0]
     """
     key = ("source_names", BM25Leg().settings(state))
-    names = state.cache.get(key)
-    if names is None:
-        names = state.cache[key] = SourceNames(state)
-    return names
+    return state.cached(key, lambda: SourceNames(state))
 
 
 def name_term(state: Any, query: str, weight: float, *, rows: int) -> Callable[[np.ndarray], np.ndarray] | None:

@@ -32,15 +32,15 @@ _CACHE = "global-search:term-postings"
 
 def _postings(state: Any) -> tuple[dict[str, list[int]], list[str]]:
     """Term -> chunk rows holding it, and each row's source: built once per state (``state.cache``)."""
-    cached = state.cache.get(_CACHE)
-    if cached is None:
+    def build() -> tuple[dict[str, list[int]], list[str]]:
         chunks = state.chunks
         rows: dict[str, list[int]] = {}
         for row, content in enumerate(chunks["content"].tolist()):
             for term in set(terms(str(content), whole_numbers=True)):
                 rows.setdefault(term, []).append(row)
-        cached = state.cache[_CACHE] = (rows, [str(s) for s in chunks["source_id"].tolist()])
-    return cached
+        return rows, [str(s) for s in chunks["source_id"].tolist()]
+
+    return state.cached(_CACHE, build)
 
 
 def corpus_statistics(state: Any, visible: set[str] | None, query: str) -> dict[str, Any]:

@@ -120,13 +120,10 @@ class BM25Leg:
 
     def _index(self, state: Any):
         settings = self.settings(state)
-        key = ("bm25", self.k1, self.b, settings)
-        index = state.cache.get(key)
-        if index is None:
-            from .lexical_index import build_index
+        from .lexical_index import build_index
 
-            index = state.cache[key] = build_index(state, k1=self.k1, b=self.b, settings=settings)
-        return index
+        return state.cached(("bm25", self.k1, self.b, settings),
+                            lambda: build_index(state, k1=self.k1, b=self.b, settings=settings))
 
     def scores(self, state: Any, query: str) -> np.ndarray:
         """BM25 of the query's terms (stop words dropped) for every row of ``state.chunks``.

@@ -148,10 +148,7 @@ class LexicalIndex:
 def _source_spans(state: Any) -> list[tuple[tuple, int, int]]:
     """(cache key, first row, end row) of each source's chunks: the key changes when the source's text does.
     Computed once per state (~40 ms at 20k sources; opening, the first query and a save each ask)."""
-    found = state.cache.get("lexical-source-spans")
-    if found is None:
-        found = state.cache["lexical-source-spans"] = _spans(state)
-    return found
+    return state.cached("lexical-source-spans", lambda: _spans(state))
 
 
 def _spans(state: Any) -> list[tuple[tuple, int, int]]:
@@ -168,8 +165,7 @@ def _spans(state: Any) -> list[tuple[tuple, int, int]]:
 def corpus_code_like(state: Any) -> bool:
     """Whether ``state``'s chunks read as code (``stopwords="auto"``); counted once per source and kept, like the
     token arrays, for the states that follow (a change counts only the changed sources)."""
-    found = state.cache.get("lexical-code-like")
-    if found is None:
+    def count() -> bool:
         with _SHARED_LOCK:
             known = state.shared.get("lexical-identifier-counts", {})
             spans = _source_spans(state)
@@ -177,9 +173,9 @@ def corpus_code_like(state: Any) -> bool:
             contents = state.lookup.columns["content"] if any(key not in known for key, _, _ in spans) else None
             kept = {key: known.get(key) or identifier_counts(contents[a:b]) for key, a, b in spans}
             state.shared["lexical-identifier-counts"] = kept
-        found = state.cache["lexical-code-like"] = code_like(sum(c[0] for c in kept.values()),
-                                                             sum(c[1] for c in kept.values()))
-    return found
+        return code_like(sum(c[0] for c in kept.values()), sum(c[1] for c in kept.values()))
+
+    return state.cached("lexical-code-like", count)
 
 
 def build_index(state: Any, *, k1: float, b: float, settings: LexicalSettings) -> LexicalIndex:
@@ -227,13 +223,21 @@ def term_counts(terms: np.ndarray, n_terms: int, *, step: int = 1 << 20) -> np.n
     return out
 
 
-def global_rows(local: np.ndarray, starts: Any, counts: Any) -> np.ndarray:
+def global_rows(local: np.ndarray, starts: Any, counts: Any, *, step: int = 1 << 20) -> np.ndarray:
     """Postings' chunk rows in the state: ``local`` (each source's postings, rows counted from its first chunk)
-    shifted by each source's first row ``starts``, ``counts`` postings per source, in one pass and in the rows'
-    own dtype (int64 would cost ~10x on 9M postings).
+    shifted by each source's first row ``starts``, ``counts`` postings per source, in the rows' own dtype (int64
+    would cost ~10x on 9M postings) and a slice at a time (the shifts of all postings at once would be a second
+    array as large as the result, and fresh memory is what costs most here).
 
-    >>> global_rows(np.array([0, 1, 0], dtype=np.int32), [0, 5], [2, 1]).tolist()
+    >>> global_rows(np.array([0, 1, 0], dtype=np.int32), [0, 5], [2, 1], step=2).tolist()
     [0, 1, 5]
     """
-    return local + np.repeat(np.asarray(starts, dtype=local.dtype), counts)
+    starts = np.asarray(starts, dtype=local.dtype)
+    ends = np.cumsum(np.asarray(counts, dtype=np.int64))
+    out = np.empty_like(local)
+    for a in range(0, len(local), step):
+        b = min(a + step, len(local))
+        source = np.searchsorted(ends, np.arange(a, b), side="right")
+        np.add(local[a:b], starts[source], out=out[a:b])
+    return out
 

@@ -85,11 +85,9 @@ def install_lexical(state: Any, params: dict, frames: dict) -> bool:
     if ids != [key[0] for key, _, _ in spans] or hashes != [key[1] for key, _, _ in spans]:
         return False
     vocab = frames["vocab"].column("term").to_pylist()
-    postings = frames["postings"]
-    terms = postings.column("term").to_numpy()
-    rows = postings.column("row").to_numpy()
-    tfs = postings.column("tf").to_numpy()
-    lengths = frames["lengths"].column("length").to_numpy()
+    postings = frames["postings"].arrays(["term", "row", "tf"])  # not the partition key: 8 bytes a posting
+    terms, rows, tfs = postings["term"], postings["row"], postings["tf"]
+    lengths = frames["lengths"].arrays(["length"])["length"]
     counts = sources.column("postings").to_numpy()
     if (len(lengths) != len(state.chunks) or int(counts.sum()) != len(terms) or len(vocab) != params.get("vocab")
             or (len(terms) and int(terms.max()) >= len(vocab))):
