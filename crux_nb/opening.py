@@ -60,9 +60,9 @@ def open_knowledge_base(path: str | os.PathLike, *, verify: bool = True, communi
     kb = KnowledgeBase(id=meta["id"], namespace=meta["namespace"], chunk_size=meta["chunk_size"], state=saved.state,
                        lexical=meta["lexical"])
     state = kb.state  # the saved tables with the knowledge base's lexical settings
+    install_indexes(state, saved.indexes)  # first: the warm build reads the lexical statistics it brings
     if len(state.chunks) >= WARM_MIN_CHUNKS:  # built while the checks below run (on the next core, mostly)
         warm(kb)
-    install_indexes(state, saved.indexes)
     check_tables(saved.root, saved.base.generation, saved.manifest, state)
     kb.path = saved.root
     kb.graphrag = saved.graphrag
@@ -78,9 +78,11 @@ def open_knowledge_base(path: str | os.PathLike, *, verify: bool = True, communi
 def warm(kb: KnowledgeBase) -> threading.Thread:
     """Build what a first query reads and no saved index holds, in a background thread, and return it: what the
     default ``expand_relations()`` reads (:func:`~crux_nb.retrieval.expand.prepare.prepare_expansion`: the graph's
-    traversal index and view, the entity and source names) and the chunk columns a hit is made of (~1.5 s at 200k
+    traversal index and view, the entity and source names) and the chunk columns a hit is made of (~2 s at 200k
     chunks and 100k entities). One thread, one index after the other: two would contend for the interpreter lock
-    and finish both later. A failure there is left for the query that needs the index to raise."""
+    and finish both later. It starts after the saved indexes are installed: the source names read the lexical
+    statistics they bring (without them, counting every chunk's identifiers takes seconds). A failure there is
+    left for the query that needs the index to raise."""
     state, reader = kb.state, kb.reader
 
     def build() -> None:

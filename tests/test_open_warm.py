@@ -156,3 +156,26 @@ def test_global_rows_shift_each_sources_postings_by_its_first_row(step):
     expected = local + np.repeat(starts.astype(np.int32), counts)
     got = global_rows(local, starts, counts, step=step)
     assert got.dtype == np.int32 and got.tolist() == expected.tolist()
+
+
+def test_the_background_build_starts_after_the_saved_lexical_index_is_installed(saved, monkeypatch):
+    """The source names read the lexical statistics the saved index brings; a build that ran ahead of the install
+    counted every chunk's identifiers itself (seconds at 200k chunks), while the install waited on its lock."""
+    import crux_nb.opening
+    from crux_nb.retrieval.retriever import lexical_index
+
+    counted, started = [], []
+    real_count, real_install, real_warm = lexical_index.identifier_counts, crux_nb.opening.install_indexes, \
+        crux_nb.opening.warm
+
+    def slow_install(state, indexes):
+        time.sleep(0.5)  # a slow disk: the background build has every chance to run first
+        real_install(state, indexes)
+
+    monkeypatch.setattr(lexical_index, "identifier_counts", lambda texts: counted.append(1) or real_count(texts))
+    monkeypatch.setattr(crux_nb.opening, "install_indexes", slow_install)
+    monkeypatch.setattr(crux_nb.opening, "warm", lambda kb: started.append(real_warm(kb)) or started[-1])
+    monkeypatch.setattr(crux_nb.opening, "WARM_MIN_CHUNKS", 1)
+    crux_nb.open(saved)
+    started[0].join(30)
+    assert counted == []
