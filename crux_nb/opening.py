@@ -18,8 +18,8 @@ from .store.integrity import check_manifest_kb, check_tables
 __all__ = ["open_knowledge_base", "warm"]
 
 
-#: From this many chunks ``open`` builds the graph indexes in a background thread (:meth:`GraphReader.warm`): at
-#: 100k chunks they take ~0.5 s that the first expansion would otherwise wait for; below, they take milliseconds
+#: From this many chunks ``open`` builds what the first expansion reads in a background thread (:func:`warm`): at
+#: 100k chunks ~1 s that the first query would otherwise wait for; below, milliseconds
 WARM_MIN_CHUNKS = 10_000
 
 
@@ -37,9 +37,9 @@ def open_knowledge_base(path: str | os.PathLike, *, verify: bool = True, communi
     model's name and fingerprint) is restored when its model can be rebuilt from what was saved (the offline
     model); a model that cannot (a ``ChatModel``: its key is never saved) must be passed again, and until then
     ``kb.communities.status()`` is ``"model_required"`` and every other call raises an error saying so. Saved
-    communities and reports are read either way. From :data:`WARM_MIN_CHUNKS` chunks the graph indexes (what the
-    first ``expand_relations`` or ``neighbors()`` needs) are built in a background thread while the knowledge base
-    opens, so the first query finds them ready or nearly so.
+    communities and reports are read either way. From :data:`WARM_MIN_CHUNKS` chunks what the first
+    ``expand_relations()`` reads (the graph indexes, entity and source names, hit columns: :func:`warm`) is built
+    in a background thread while the knowledge base opens, so the first query finds it ready or nearly so.
 
     Examples
     --------

@@ -20,30 +20,21 @@ import pyarrow as pa
 
 from ..refs import EntityRef, encode_ref
 from ..schema import coerce, empty_frame
-from ..store.edge_ids import edge_ids, head_keys, hex_ids, strings
+from ..store.edge_ids import constant, edge_ids, head_keys, hex_ids, strings, text_column, text_ranks
 
 __all__ = ["EdgeCodes"]
 
 
 def _ranks(values: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """``(rank, by_rank)``: each value's place in code-point order, and the codes in that order."""
-    by_rank = np.array(sorted(range(len(values)), key=values.__getitem__), dtype=np.int64)
-    rank = np.empty(len(values), dtype=np.int64)
-    rank[by_rank] = np.arange(len(values), dtype=np.int64)
-    return rank, by_rank
+    """``(rank, by_rank)`` of distinct values: each value's place in code-point order, and the codes in that order."""
+    rank, _ = text_ranks(strings(values))
+    by_rank = np.empty(len(values), dtype=np.int64)
+    by_rank[rank] = np.arange(len(values), dtype=np.int64)
+    return rank.astype(np.int64), by_rank
 
 
 def _codes(values: array) -> np.ndarray:
     return np.frombuffer(values, dtype=np.int64) if len(values) else np.zeros(0, dtype=np.int64)
-
-
-def _constant(value: str, n: int) -> tuple[np.ndarray, pa.Array]:
-    return np.zeros(n, dtype=np.int64), strings([value])
-
-
-def _take(table: pa.Array, codes: np.ndarray) -> pd.Series:
-    """A ``str`` column of ``table``'s values at ``codes`` (-1: missing)."""
-    return pd.Series(table.take(pa.array(codes, mask=codes < 0)), dtype="str")
 
 
 class EdgeCodes:
@@ -109,23 +100,24 @@ class EdgeCodes:
         r_from, r_to, weights, descriptions, ev_edge, ev_chunk = self._related_rows(e_rank, e_by_rank, c_rank,
                                                                                    c_by_rank, refs)
         n_m, n_r = len(m_chunk), len(r_from)
-        m_heads = edge_ids(_constant("directed", n_m), (m_chunk, tables["chunks"]), (m_entity, tables["refs"]),
-                           _constant("mentions", n_m), stage)
-        r_heads = edge_ids(_constant("symmetric", n_r), (r_from, tables["refs"]), (r_to, tables["refs"]),
-                           _constant("related", n_r), stage)
+        m_heads = edge_ids(constant("directed", n_m), (m_chunk, tables["chunks"]), (m_entity, tables["refs"]),
+                           constant("mentions", n_m), stage)
+        r_heads = edge_ids(constant("symmetric", n_r), (r_from, tables["refs"]), (r_to, tables["refs"]),
+                           constant("related", n_r), stage)
         heads = np.concatenate([m_heads, r_heads])
         order = np.argsort(head_keys(heads), kind="stable")  # rows by edge id (the ids are the heads in hex)
         related = (order >= n_m).astype(np.int64)
         edges = pd.DataFrame({
             "edge_id": pd.Series(hex_ids(heads[order]), dtype="str"),
-            "type": _take(strings(["mentions", "related"]), related),
-            "from_ref": _take(pa.concat_arrays([tables["chunks"], tables["refs"]]),
-                              np.concatenate([m_chunk, len(chunks) + r_from])[order]),
-            "to_ref": _take(tables["refs"], np.concatenate([m_entity, r_to])[order]),
-            "direction": _take(strings(["directed", "symmetric"]), related),
-            "description": _take(strings(descriptions), np.concatenate([np.full(n_m, -1), np.arange(n_r)])[order]),
+            "type": text_column((related, strings(["mentions", "related"]))),
+            "from_ref": text_column((np.concatenate([m_chunk, len(chunks) + r_from])[order],
+                                  pa.concat_arrays([tables["chunks"], tables["refs"]]))),
+            "to_ref": text_column((np.concatenate([m_entity, r_to])[order], tables["refs"])),
+            "direction": text_column((related, strings(["directed", "symmetric"]))),
+            "description": text_column((np.concatenate([np.full(n_m, -1), np.arange(n_r)])[order],
+                                        strings(descriptions))),
             "weight": np.concatenate([np.ones(n_m), weights])[order],
-            "stage": _take(strings([stage]), np.zeros(n_m + n_r, dtype=np.int64)),
+            "stage": text_column(constant(stage, n_m + n_r)),
         })
         # evidence rows by edge id, then chunk ref: a pair's rows come in chunk order, and the sort is stable
         ev_edge = np.concatenate([np.arange(n_m), n_m + ev_edge])
@@ -135,9 +127,9 @@ class EdgeCodes:
         ev_edge, ev_chunks = ev_edge[rows], np.concatenate([m_chunk, ev_chunk])[rows]
         evidence = pd.DataFrame({
             "edge_id": pd.Series(hex_ids(heads[ev_edge]), dtype="str"),
-            "source_id": _take(tables["sources"], ev_chunks),
-            "chunk_ref": _take(tables["chunks"], ev_chunks),
-            "provenance": _take(strings(["derived"]), np.zeros(len(ev_chunks), dtype=np.int64)),
+            "source_id": text_column((ev_chunks, tables["sources"])),
+            "chunk_ref": text_column((ev_chunks, tables["chunks"])),
+            "provenance": text_column(constant("derived", len(ev_chunks))),
         })
         return coerce(edges, "edges"), coerce(evidence, "edge_evidence")
 

@@ -19,10 +19,12 @@ import json
 from operator import methodcaller
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["Coded", "edge_ids", "head_keys", "hex_ids", "id_keys", "quoted", "strings"]
+__all__ = ["Coded", "constant", "edge_ids", "head_keys", "hex_ids", "id_keys", "quoted", "strings", "text_column",
+           "text_ranks"]
 
 #: A column as (codes into a dictionary of distinct values, the dictionary as an Arrow string array).
 Coded = tuple[np.ndarray, pa.Array]
@@ -45,6 +47,39 @@ HASH_BLOCK = 65_536  # rows whose texts are assembled and hashed together
 def strings(values) -> pa.Array:
     """An Arrow string array of ``values`` (str or None)."""
     return pa.array(values, type=STRING)
+
+
+def constant(value: str, n: int) -> Coded:
+    """``n`` rows of one value, coded."""
+    return np.zeros(n, dtype=np.intp), strings([value])
+
+
+def text_ranks(texts: pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """Each text's rank among the distinct texts in Python string order (UTF-8 byte order), and those.
+
+    >>> rank, distinct = text_ranks(strings(["b", "a", "b"]))
+    >>> rank.tolist(), distinct.to_pylist()
+    ([1, 0, 1], ['a', 'b'])
+    """
+    order = pc.array_sort_indices(texts).to_numpy()
+    ordered = texts.take(pa.array(order))
+    new = np.ones(len(order), dtype=bool)
+    if len(order) > 1:
+        new[1:] = pc.not_equal(ordered[1:], ordered[:-1]).to_numpy(zero_copy_only=False)
+    rank = np.empty(len(order), dtype=np.intp)
+    rank[order] = np.cumsum(new) - 1
+    return rank, ordered.filter(pa.array(new))
+
+
+def text_column(coded: Coded, order: np.ndarray | None = None) -> pd.Series:
+    """A ``str`` column from (codes, dictionary) (code -1: a missing value), its rows in ``order``: one Arrow take.
+
+    >>> text_column((np.array([1, -1, 0]), strings(["x", "y"]))).tolist()
+    ['y', nan, 'x']
+    """
+    codes, table = coded
+    codes = codes if order is None else codes[order]
+    return pd.Series(table.take(pa.array(codes, mask=codes < 0)), dtype="str")
 
 
 def quoted(values: pa.Array) -> pa.Array:

@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 from ..errors import CruxError
 from ..refs import EntityRef, as_ref, encode_ref
 from ..schema import has_surrogate
-from .edge_ids import Coded, edge_ids, head_keys, hex_ids, strings
+from .edge_ids import Coded, constant, edge_ids, head_keys, hex_ids, strings, text_column, text_ranks
 from .rows import (DIRECTIONS, EDGE_COLUMNS, ENTITY_COLUMNS, EVIDENCE_COLUMNS, check_type_name, is_missing,
                    positive_finite)
 
@@ -142,18 +142,6 @@ def _encode_ends(uniques, existing: set[str], entities: dict[str, str]) -> pa.Ar
     return _strings(encoded)
 
 
-def _ranks(texts: pa.Array) -> tuple[np.ndarray, pa.Array]:
-    """Each text's rank among the distinct texts in Python string order (UTF-8 byte order), and those."""
-    order = pc.array_sort_indices(texts).to_numpy()
-    ordered = texts.take(pa.array(order))
-    new = np.ones(len(order), dtype=bool)
-    if len(order) > 1:
-        new[1:] = pc.not_equal(ordered[1:], ordered[:-1]).to_numpy(zero_copy_only=False)
-    rank = np.empty(len(order), dtype=np.intp)
-    rank[order] = np.cumsum(new) - 1
-    return rank, ordered.filter(pa.array(new))
-
-
 def _ends(frame: pd.DataFrame, directions: Coded, existing: set[str], entities: dict[str, str]) -> tuple[Coded, Coded]:
     """Encoded ``(lo, hi)`` ends, each as (codes, distinct encodings in string order): both columns factorised
     together, symmetric edges' ends sorted."""
@@ -162,7 +150,7 @@ def _ends(frame: pd.DataFrame, directions: Coded, existing: set[str], entities: 
     codes, uniques = _factorize(both)
     if (codes < 0).any():
         raise _Reject
-    rank, texts = _ranks(_encode_ends(uniques, existing, entities))
+    rank, texts = text_ranks(_encode_ends(uniques, existing, entities))
     frm, to = rank[codes[:n]], rank[codes[n:]]
     codes_d, table_d = directions
     symmetric = np.asarray(pc.equal(table_d, "symmetric").to_numpy(zero_copy_only=False), dtype=bool)
@@ -239,16 +227,6 @@ def _objects(coded: Coded) -> np.ndarray:
     return np.asarray(table.to_pylist(), dtype=object)[codes]
 
 
-def _text_column(coded: Coded, order: np.ndarray | None = None) -> pd.Series:
-    """A ``str`` column from (codes, dictionary), its rows in ``order``."""
-    codes, table = coded
-    return pd.Series(table.take(pa.array(codes if order is None else codes[order])), dtype="str")
-
-
-def _constant(value: str, n: int) -> pd.Series:
-    return _text_column((np.zeros(n, dtype=np.intp), strings([value])))
-
-
 def _edge_order(heads: np.ndarray) -> np.ndarray:
     """Rows by id when the ids are distinct (the order the merge stores them in, so it need not sort), else
     as given (a repeated edge: the merge keeps the first one)."""
@@ -268,7 +246,7 @@ def _evidence_order(order: np.ndarray, counts: np.ndarray, chunks: Coded) -> tup
     sizes = counts[order]
     edge = np.repeat(np.arange(len(order)), sizes)
     flat = starts[order][edge] + np.arange(len(edge)) - (np.cumsum(sizes) - sizes)[edge]
-    rank, _ = _ranks(chunks[1])
+    rank, _ = text_ranks(chunks[1])
     within = np.lexsort((rank[chunks[0][flat]], edge))
     return flat[within], edge[within]
 
@@ -293,14 +271,14 @@ def fast_edge_rows(frame: pd.DataFrame, *, existing: set[str], chunk_sources: di
     order = _edge_order(heads)
     heads = heads[order]
     edges = dict(zip(EDGE_COLUMNS, (
-        pd.Series(hex_ids(heads), dtype="str"), _text_column(types, order), _text_column(lo, order),
-        _text_column(hi, order), _text_column(directions, order), pd.Series(weights[order], dtype="float64"),
-        _constant(stage, len(order)), _text_column(descriptions, order))))
+        pd.Series(hex_ids(heads), dtype="str"), text_column(types, order), text_column(lo, order),
+        text_column(hi, order), text_column(directions, order), pd.Series(weights[order], dtype="float64"),
+        text_column(constant(stage, len(order))), text_column(descriptions, order))))
     rows, edge = _evidence_order(order, counts, supports)
     sources = (supports[0], strings([chunk_sources[r] for r in supports[1].to_pylist()]))
     evidence = dict(zip(EVIDENCE_COLUMNS, (pd.Series(hex_ids(heads[edge]), dtype="str"),
-                                           _text_column(sources, rows), _text_column(supports, rows),
-                                           _constant(provenance, len(rows)))))
+                                           text_column(sources, rows), text_column(supports, rows),
+                                           text_column(constant(provenance, len(rows))))))
     return edges, evidence, entities
 
 

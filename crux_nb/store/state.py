@@ -54,14 +54,12 @@ class KBState:
     #: Shared by every state derived from this one (``replace`` copies the reference): caches that stay valid
     #: per source across changes, such as the lexical index's token arrays.
     shared: dict = field(default_factory=dict, compare=False, repr=False)
-    #: one lock per :meth:`cached` key (a state's own: ``replace`` gives the new state fresh ones)
+    #: Derived indexes (lexical index, graph indexes) built once per state (:meth:`cached`); a field, not a
+    #: cached property, so two threads asking first cannot each make one (``replace`` gives a new state its own)
+    cache: dict = field(default_factory=dict, init=False, compare=False, repr=False)
+    #: one lock per :meth:`cached` key
     _build_locks: dict = field(default_factory=dict, init=False, compare=False, repr=False)
     _build_guard: Any = field(default_factory=threading.Lock, init=False, compare=False, repr=False)
-
-    @cached_property
-    def cache(self) -> dict:
-        """Derived indexes (lexical index, graph indexes) built once per state (:meth:`cached`)."""
-        return {}
 
     def cached(self, key: Any, build: Any) -> Any:
         """``self.cache[key]``, made by ``build()`` on first use: a thread that asks while another builds it waits
