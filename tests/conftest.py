@@ -29,6 +29,16 @@ def sample_kb():
     return load_sample()
 
 
+@pytest.fixture(scope="session")
+def saved_sample(tmp_path_factory) -> Path:
+    """A folder holding the sample corpus with its offline entity graph, saved once (open it; never save to it)."""
+    folder = tmp_path_factory.mktemp("saved") / "lumen"
+    kb = load_sample()
+    kb.extract_entities(progress=False)
+    kb.save(folder)
+    return folder
+
+
 @pytest.fixture
 def kb():
     return crux_nb.knowledge_base(id="t")

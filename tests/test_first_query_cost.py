@@ -51,17 +51,8 @@ def test_normalise_words_splits_as_the_word_regex_does():
         assert normalise_words(text) == tuple(word.findall(text.casefold())), repr(text)
 
 
-@pytest.fixture(scope="module")
-def opened(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("kb") / "lumen"
-    kb = crux_nb.datasets.load_sample()
-    kb.extract_entities(progress=False)
-    kb.save(folder)
-    return folder
-
-
-def test_a_first_query_after_open_builds_no_evidence_index_and_no_ref_dicts(opened):
-    kb = crux_nb.open(opened)
+def test_a_first_query_after_open_builds_no_evidence_index_and_no_ref_dicts(saved_sample):
+    kb = crux_nb.open(saved_sample)
     hits = kb.recipe(steps=[retrieve(limit=3), expand_relations()]).retrieve("Who owns the ingest gateway?")
     assert hits
     built = vars(kb.reader._adjacency)
@@ -74,40 +65,40 @@ def test_a_first_query_after_open_builds_no_evidence_index_and_no_ref_dicts(open
         kb.state.lookup.columns["no such column"]
 
 
-def test_evidence_read_after_a_traversal_equals_a_fresh_readers(opened):
-    kb, fresh = crux_nb.open(opened), crux_nb.open(opened)
+def test_evidence_read_after_a_traversal_equals_a_fresh_readers(saved_sample):
+    kb, fresh = crux_nb.open(saved_sample), crux_nb.open(saved_sample)
     kb.recipe(steps=[retrieve(limit=3), expand_relations()]).retrieve("Who owns the ingest gateway?")
     ref = kb.edges["from_ref"].iloc[0]
     assert kb.reader.neighbors(ref, include_evidence=True) == fresh.reader.neighbors(ref, include_evidence=True)
     assert any(n.evidence for n in kb.reader.neighbors(ref, include_evidence=True))
 
 
-def test_open_builds_the_graph_indexes_in_the_background_on_large_knowledge_bases(opened, monkeypatch):
+def test_open_builds_the_graph_indexes_in_the_background_on_large_knowledge_bases(saved_sample, monkeypatch):
     import time
 
     import crux_nb.opening
 
     monkeypatch.setattr(crux_nb.opening, "WARM_MIN_CHUNKS", 1)  # the sample counts as large
-    kb = crux_nb.open(opened)
+    kb = crux_nb.open(saved_sample)
     reader = kb.reader
     deadline = time.monotonic() + 30
     while "traversal" not in reader._built and time.monotonic() < deadline:  # never asked for: built by open
         time.sleep(0.01)
     assert "traversal" in reader._built
     monkeypatch.setattr(crux_nb.opening, "WARM_MIN_CHUNKS", 10 ** 9)
-    cold = crux_nb.open(opened).reader
+    cold = crux_nb.open(saved_sample).reader
     assert cold._built == {}  # a small knowledge base starts no build
     warm, fresh = reader.traversal_index, cold.traversal_index
     for name in ("refs", "indptr", "peer", "etype", "direction", "kind"):
         assert np.array_equal(getattr(warm, name), getattr(fresh, name)), name
 
 
-def test_threads_asking_for_the_traversal_index_at_once_share_one_build(opened, monkeypatch):
+def test_threads_asking_for_the_traversal_index_at_once_share_one_build(saved_sample, monkeypatch):
     import threading
 
     from crux_nb.graph import frontier
 
-    kb = crux_nb.open(opened)
+    kb = crux_nb.open(saved_sample)
     built, real = [], frontier.TraversalIndex
 
     def counted(*args):
@@ -125,14 +116,14 @@ def test_threads_asking_for_the_traversal_index_at_once_share_one_build(opened, 
     assert len(built) == 1 and len({id(index) for index in found}) == 1
 
 
-def test_a_states_lookup_does_not_keep_the_state_alive(opened):
+def test_a_states_lookup_does_not_keep_the_state_alive(saved_sample):
     import gc
     import weakref
 
     from crux_nb.schema import SCHEMAS
     from crux_nb.store.state import KBState
 
-    frames = crux_nb.open(opened).state
+    frames = crux_nb.open(saved_sample).state
     state = KBState(**{t: frames.frame(t) for t in SCHEMAS})
     state.lookup.columns["content"], state.lookup.chunk_row  # built, as a query builds them
     ref = weakref.ref(state)

@@ -58,20 +58,11 @@ def test_a_build_under_way_does_not_hold_up_other_keys():
     assert done and state.cache == {"a": "a", "b": "b"}
 
 
-@pytest.fixture(scope="module")
-def saved(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("kb") / "lumen"
-    kb = crux_nb.datasets.load_sample()
-    kb.extract_entities(progress=False)
-    kb.save(folder)
-    return folder
-
-
 def _recipe(kb):
     return kb.recipe(steps=[retrieve(limit=5), expand_relations()])
 
 
-def test_open_prepares_what_the_default_expansion_reads(saved, monkeypatch):
+def test_open_prepares_what_the_default_expansion_reads(saved_sample, monkeypatch):
     import crux_nb.opening
     from crux_nb.graph import frontier_index
     from crux_nb.retrieval.expand import entity_match, titles
@@ -80,7 +71,7 @@ def test_open_prepares_what_the_default_expansion_reads(saved, monkeypatch):
     real_warm = crux_nb.opening.warm
     monkeypatch.setattr(crux_nb.opening, "WARM_MIN_CHUNKS", 1)  # the sample counts as large
     monkeypatch.setattr(crux_nb.opening, "warm", lambda kb: started.append(real_warm(kb)) or started[-1])
-    kb = crux_nb.open(saved)
+    kb = crux_nb.open(saved_sample)
     started[0].join(30)
     builds = []
     for module, name in ((frontier_index, "View"), (entity_match, "EntityNameIndex"), (titles, "SourceNames")):
@@ -90,10 +81,10 @@ def test_open_prepares_what_the_default_expansion_reads(saved, monkeypatch):
     assert builds == []  # the first query found each one built
     assert "content" in kb.state.lookup.columns  # and the chunk columns a hit is made of
     monkeypatch.setattr(crux_nb.opening, "WARM_MIN_CHUNKS", 10 ** 9)
-    assert hits == _recipe(crux_nb.open(saved)).retrieve("Who owns the ingest gateway?")
+    assert hits == _recipe(crux_nb.open(saved_sample)).retrieve("Who owns the ingest gateway?")
 
 
-def test_a_failed_background_build_is_left_to_the_query(saved, monkeypatch):
+def test_a_failed_background_build_is_left_to_the_query(saved_sample, monkeypatch):
     import crux_nb.opening
 
     def broken(reader, state, step=None):
@@ -101,10 +92,10 @@ def test_a_failed_background_build_is_left_to_the_query(saved, monkeypatch):
 
     monkeypatch.setattr(crux_nb.opening, "WARM_MIN_CHUNKS", 1)
     monkeypatch.setattr(crux_nb.opening, "prepare_expansion", broken)
-    kb = crux_nb.open(saved)  # opens anyway; the query builds what it needs
+    kb = crux_nb.open(saved_sample)  # opens anyway; the query builds what it needs
     monkeypatch.setattr(crux_nb.opening, "WARM_MIN_CHUNKS", 10 ** 9)
     assert _recipe(kb).retrieve("Who owns the ingest gateway?") == \
-        _recipe(crux_nb.open(saved)).retrieve("Who owns the ingest gateway?")
+        _recipe(crux_nb.open(saved_sample)).retrieve("Who owns the ingest gateway?")
 
 
 def _parquet(table: pa.Table) -> bytes:
@@ -158,7 +149,7 @@ def test_global_rows_shift_each_sources_postings_by_its_first_row(step):
     assert got.dtype == np.int32 and got.tolist() == expected.tolist()
 
 
-def test_the_background_build_starts_after_the_saved_lexical_index_is_installed(saved, monkeypatch):
+def test_the_background_build_starts_after_the_saved_lexical_index_is_installed(saved_sample, monkeypatch):
     """The source names read the lexical statistics the saved index brings; a build that ran ahead of the install
     counted every chunk's identifiers itself (seconds at 200k chunks), while the install waited on its lock."""
     import crux_nb.opening
@@ -176,6 +167,6 @@ def test_the_background_build_starts_after_the_saved_lexical_index_is_installed(
     monkeypatch.setattr(crux_nb.opening, "install_indexes", slow_install)
     monkeypatch.setattr(crux_nb.opening, "warm", lambda kb: started.append(real_warm(kb)) or started[-1])
     monkeypatch.setattr(crux_nb.opening, "WARM_MIN_CHUNKS", 1)
-    crux_nb.open(saved)
+    crux_nb.open(saved_sample)
     started[0].join(30)
     assert counted == []
