@@ -7,6 +7,7 @@ import random
 import re
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import crux_nb
@@ -133,3 +134,23 @@ def test_a_states_lookup_does_not_keep_the_state_alive(saved_sample):
         assert ref() is None
     finally:
         gc.enable()
+
+
+def test_an_edit_that_leaves_the_entities_and_edges_keeps_their_indexes(saved_sample):
+    from crux_nb.retrieval.expand.entity_match import entity_name_index
+
+    kb = crux_nb.open(saved_sample)
+    recipe = lambda: kb.recipe(steps=[retrieve(limit=3), expand_relations()])  # noqa: E731
+    recipe().retrieve("Who owns the ingest gateway?")
+    before, names = kb.reader._adjacency, entity_name_index(kb.state)
+    kb.add_text("zz-note.md", "# Note\n\nThe ingest gateway is owned by the platform team.")
+    hits = recipe().retrieve("Who owns the ingest gateway?")
+    assert kb.reader._adjacency is before and entity_name_index(kb.state) is names  # add_text left both frames
+    fresh = crux_nb.open(saved_sample)
+    fresh.add_text("zz-note.md", "# Note\n\nThe ingest gateway is owned by the platform team.")
+    assert hits == fresh.recipe(steps=[retrieve(limit=3), expand_relations()]).retrieve("Who owns the ingest gateway?")
+    chunk = kb.chunks["ref"].iloc[0]
+    kb.add_edges(pd.DataFrame([{"from_ref": chunk, "to_ref": kb.edges["to_ref"].iloc[0], "type": "cites",
+                                "evidence": [chunk]}]))  # new edges: a new adjacency, which reads them
+    assert kb.reader._adjacency is not before
+    assert [n.type for n in kb.reader.neighbors(chunk)].count("cites") == 1

@@ -94,7 +94,10 @@ class GraphReader:
 
     @property
     def _adjacency(self) -> AdjacencyIndex:
-        return self._once("adjacency", lambda: AdjacencyIndex(self._state.edges, self._state.edge_evidence))
+        state = self._state  # an earlier state's index when the edges and evidence frames are the same (add_text)
+        return self._once("adjacency", lambda: state.cached(
+            "graph-adjacency", lambda: AdjacencyIndex(state.edges, state.edge_evidence),
+            depends=(state.edges, state.edge_evidence)))
 
     @property
     def traversal_index(self):

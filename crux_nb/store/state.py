@@ -22,6 +22,7 @@ from ..errors import CruxError
 from ..refs import DocumentRef, ParentRef, as_ref, decode_ref, encode_ref
 from ..schema import SCHEMAS, coerce, empty_frame, require_columns
 from .chunking import source_rows
+from .derived import derived
 from .ingest import SourceSpec
 from .rows import DIRECTIONS, STRUCTURAL_TYPES, edge_rows, entity_rows  # noqa: F401 (re-exported)
 from .edge_ids import id_keys
@@ -61,14 +62,21 @@ class KBState:
     _build_locks: dict = field(default_factory=dict, init=False, compare=False, repr=False)
     _build_guard: Any = field(default_factory=threading.Lock, init=False, compare=False, repr=False)
 
-    def cached(self, key: Any, build: Any) -> Any:
+    def cached(self, key: Any, build: Any, *, depends: tuple = ()) -> Any:
         """``self.cache[key]``, made by ``build()`` on first use: a thread that asks while another builds it waits
         for that build instead of making a second one (``crux_nb.open`` builds some in the background), and builds
-        of different keys run side by side.
+        of different keys run side by side. With ``depends`` (the frames ``build`` reads), a value an earlier state
+        of this knowledge base built from these very frames is taken instead (frames never change, and an edit
+        replaces only the tables it touches: after ``add_text`` the entity and edge indexes still hold).
 
         >>> state = KBState()
         >>> state.cached("answer", lambda: 42), state.cached("answer", lambda: 0)
         (42, 42)
+        >>> later = replace(state, chunks=state.chunks.iloc[:0])  # the same entities frame
+        >>> later.cached("n", lambda: 1, depends=(later.entities,))
+        1
+        >>> state.cached("n", lambda: 2, depends=(state.entities,))  # what the later state built holds here too
+        1
         """
         found = self.cache.get(key)
         if found is None:
@@ -77,7 +85,7 @@ class KBState:
             with lock:
                 found = self.cache.get(key)
                 if found is None:
-                    found = self.cache[key] = build()
+                    found = self.cache[key] = derived(self.shared, key, build, depends) if depends else build()
         return found
 
     @cached_property

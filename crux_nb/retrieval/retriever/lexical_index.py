@@ -234,10 +234,12 @@ def global_rows(local: np.ndarray, starts: Any, counts: Any, *, step: int = 1 <<
     """
     starts = np.asarray(starts, dtype=local.dtype)
     ends = np.cumsum(np.asarray(counts, dtype=np.int64))
+    begins = ends - np.asarray(counts, dtype=np.int64)
     out = np.empty_like(local)
     for a in range(0, len(local), step):
         b = min(a + step, len(local))
-        source = np.searchsorted(ends, np.arange(a, b), side="right")
-        np.add(local[a:b], starts[source], out=out[a:b])
+        first, last = np.searchsorted(ends, [a, b - 1], side="right")  # the sources the slice [a, b) holds
+        sizes = np.minimum(ends[first:last + 1], b) - np.maximum(begins[first:last + 1], a)
+        np.add(local[a:b], np.repeat(starts[first:last + 1], sizes), out=out[a:b])
     return out
 

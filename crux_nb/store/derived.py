@@ -1,0 +1,34 @@
+"""Values derived from a knowledge base's frames, kept across its states while those frames stay the same objects.
+
+Frames are immutable and an edit replaces only the tables it touches (``add_text`` leaves the entities and edges
+frames as they were), so an index built from the entities frame, or from the edges and their evidence, holds for
+every later state that still has those frames: the first query after a small edit need not build it again.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+__all__ = ["derived"]
+
+_KEPT = "derived-from-frames"  # KBState.shared key: cache key -> (weak references to the frames, value)
+
+
+def derived(shared: dict, key: Any, build: Any, depends: tuple) -> Any:
+    """The value ``shared`` keeps for ``key`` when it was built from the frames ``depends`` (the same objects),
+    else ``build()``, then kept for the states that follow (weakly: a kept value never holds its frames alive).
+
+    >>> import pandas as pd
+    >>> shared, frame = {}, pd.DataFrame({"a": [1]})
+    >>> derived(shared, "k", lambda: 1, (frame,)), derived(shared, "k", lambda: 2, (frame,))
+    (1, 1)
+    >>> derived(shared, "k", lambda: 3, (frame.copy(),))  # another frame: built again
+    3
+    """
+    kept = shared.setdefault(_KEPT, {}).get(key)
+    if kept is not None and len(kept[0]) == len(depends) and all(r() is f for r, f in zip(kept[0], depends)):
+        return kept[1]
+    value = build()
+    shared[_KEPT][key] = (tuple(weakref.ref(frame) for frame in depends), value)
+    return value
