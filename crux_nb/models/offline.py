@@ -56,11 +56,11 @@ from .validation import REPORT_LIMITS
 
 __all__ = ["OfflineModel", "OFFLINE_MODEL_VERSION"]
 
-OFFLINE_MODEL_VERSION = "7"  # 2: cleaner entity graph (offline_names); 3: whole sources, common nouns, concepts;
-#                              4: batch-independent map scores (match_scores); 5: technical text (identifiers,
-#                              markup noise, types from context, acronyms only by definition) and map scores
-#                              weighted by the corpus idf the units carry, dotted numbers one term; 6: reST markup and
-#                              <placeholder> templates; 7: reST titles, code directive bodies, call arguments one by one
+OFFLINE_MODEL_VERSION = "8"  # 2: cleaner entity graph; 3: whole sources, concepts; 4: batch-independent map scores;
+#  5: technical text (identifiers, markup noise, types from context, acronyms by definition), idf-weighted map scores;
+#  6: reST markup, <placeholder> templates; 7: reST titles, code directive bodies, call arguments one by one;
+#  8: metavariables (<file1>) and filler parts (Xxx_) no identifiers, title-case reST references blanked, no noun + verb
+#  concepts, no runs across table columns, a common word before an acronym dropped (docs/manual/models.md)
 #: Chunk text per ``extract`` call that ``kb.extract_entities`` uses for this model by default: a whole source up to
 #: this size (the rules count how a word is written across the input: more input, better evidence); a longer one is
 #: cut, as the rules' time grows faster than their input: 3.5 MB in 2 calls took 166 s against 33 s as 64 files.

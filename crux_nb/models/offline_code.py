@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 
-__all__ = ["CODE_TYPES", "code_entities", "code_spans", "mask_code", "mask_noise", "acronym_definitions"]
+__all__ = ["CODE_TYPES", "code_entities", "code_spans", "mask_code", "mask_noise", "acronym_definitions", "metavariables"]
 
 #: Entity types whose names are case-sensitive identifiers.
 CODE_TYPES = frozenset({"code", "option"})
@@ -43,6 +43,7 @@ _NOISE = [
     re.compile(r"\b[\w.+-]+@[\w-]+\.[\w.-]+\b"),  # e-mail addresses
     re.compile(r"(?<![\w/.])(?:~|\.{1,2})?/(?:[\w.@-]+/)+[\w.@-]*|\b[A-Za-z]:\\[^\s\"'`]+"),  # file paths
     re.compile(r"\b(?:[Ss]ections?|[Cc]hapters?|§)\s*\d+(?:\.\d+)*"),  # section numbers: "Section 24.3"
+    re.compile(r"(?<=[ \t\[(])-[A-Za-z]\w*"),  # a short option (ctest -SP, -D): its letters are no acronym
     # reStructuredText markup: a substitution reference (|name|, no space inside, so no Markdown table cell),
     re.compile(r"(?<![|\w])\|[A-Za-z_][\w.-]*\|(?![|\w])"),
     # a directive's marker and a file-name argument (.. include:: FILE.rst), a hyperlink target (.. _name:),
@@ -52,9 +53,14 @@ _NOISE = [
     re.compile(r"(?<![\w:`]):[A-Za-z][\w+.-]*(?::[A-Za-z][\w+.-]*)*:(?=`)"),
     re.compile(r"^[ \t]+:[A-Za-z][\w-]*:(?=[ \t]|$)", re.M),
 ]
+#: a reST reference: a hyperlink reference (`Options`_, `text <target>`__) or a :ref: or :doc: role
+#: (:ref:`Normalization`): a title-case text is a section's title (`Path Structure And Terminology`_, `Options`_, a
+#: capitalised common word: the text writes it in lowercase too) and names nothing the heading does not, so the whole
+#: reference is blanked; other references (:ref:`bracket argument`, `RELATIVE_PART`_, `Emscripten`_) stay code spans
+_REFERENCE = re.compile(r"(?<![`\w])(:(?:ref|doc):)?`([^`<\n]*?)(\s*<[^`>\n]*>)?`(__?)?(?![\w`])")
 #: an identifier around a <placeholder> (CMAKE_<LANG>_FLAGS, lib<name>.a) names a family, and cut at the angle
 #: brackets its parts name nothing (CMAKE_LINK_GROUP_USING_, _STANDARD_REQUIRED): blanked whole
-_TEMPLATE = re.compile(r"[\w.-]*(?:<[A-Za-z][\w-]*>[\w.-]*)+")
+_TEMPLATE = re.compile(r"[\w./-]*(?:<[A-Za-z][\w-]*>[\w./-]*)+")  # test_prep/<name>, lib/<name>.a
 #: a reST literal block's opening: a paragraph ending in "::" (not a directive's ".. x::" line)
 _LITERAL = re.compile(r"^(?![ \t]*\.\. )([ \t]*)\S[^\n]*::[ \t]*\n", re.M)
 #: a reST code directive (``.. code-block:: cmake``, ``.. code::``, ``.. sourcecode::``, ``.. parsed-literal::``,
@@ -67,6 +73,11 @@ _OPENS_CALL = re.compile(r"(?:[ \t]*\n)*[ \t]*(?::[\w-]+:[^\n]*\n(?:[ \t]*\n)*[ 
 _PARAGRAPH = re.compile(r"(?:[ \t]*\n)*([^\n]*(?:\n(?![ \t]*(?:\n|\Z))[^\n]*)*)")
 #: an interactive session's input lines (">>> d = {'two': 2}", "... "): code, whose string literals are no names
 _PROMPT = re.compile(r"^[ \t]*(?:>>>|\.\.\.)(?: [^\n]*)?$", re.M)
+#: an identifier part made of one letter repeated (xxx, Xxx, VV): a filler standing for any name
+_FILLER = re.compile(r"^(?i:([a-z])\1+)$")
+#: a metavariable: a lowercase word inside angle brackets without spaces (<file1>, $<CONFIG:cfgs>, <dir>)
+_ANGLE = re.compile(r"<([^<>\s]+)>")
+_ANGLE_WORD = re.compile(r"(?<![\w-])[a-z][a-z0-9_]*(?![\w-])")
 _BASE64 = re.compile(r"[A-Za-z0-9+/]{20,}={0,2}")
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]*\1[`~]*[ \t]*$|\Z)", re.M | re.S)
 _BACKTICK = re.compile(r"``([^`\n]+?)``|(?<!`)`([^`\n]+)`(?!`)")
@@ -76,8 +87,9 @@ _CODE_CHARS = re.compile(r"[_\[\]{}=<>*/%|^~]|\w\(|\w\.\w")
 _IDENT = r"[A-Za-z_][\w]*"
 _DOTTED = re.compile(rf"(?<![\w.]){_IDENT}(?:\.{_IDENT})+(?:\(\))?(?![\w(]|\.\w)")
 _DUNDER = re.compile(r"(?<![\w.])__[A-Za-z][\w]*?__(?:\(\))?(?!\w)")
-_SNAKE = re.compile(r"(?<![\w.-])[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?:\(\))?(?![\w-])")
-_LOWER_CAMEL = re.compile(r"(?<![\w.-])[a-z]+[A-Z][A-Za-z0-9]*(?:\(\))?(?![\w-])")
+#: (not before ".h": a file name's stem, other_header of other_header.h, is no identifier of its own)
+_SNAKE = re.compile(r"(?<![\w.-])[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?:\(\))?(?![\w-]|\.\w)")
+_LOWER_CAMEL = re.compile(r"(?<![\w.-])[a-z]+[A-Z][A-Za-z0-9]*(?:\(\))?(?![\w-]|\.\w)")
 _CALL = re.compile(rf"(?<![\w.]){_IDENT}\(\)")
 _LONG_FLAG = re.compile(r"(?<![\w-])--[A-Za-z][\w-]*[A-Za-z0-9]")
 _FLAG = re.compile(r"^--?[A-Za-z][\w-]*$")
@@ -137,6 +149,8 @@ def mask_noise(text: str) -> str:
     '              See                 and                of                            .'
     """
     spans = [m.span() for pat in _NOISE for m in pat.finditer(text)]
+    spans += [m.span() for m in _REFERENCE.finditer(text) if (m.group(1) or m.group(4)) and _title_case(m.group(2))
+              and (" " in m.group(2).strip() or re.search(rf"\b{re.escape(m.group(2).strip().lower())}\b", text))]
     spans += [m.span() for m in _TEMPLATE.finditer(text) if re.search(r"\w", re.sub(r"<[^<>]*>", "", m.group()))]
     spans += [m.span() for m in _BASE64.finditer(text) if _base64_like(m.group())]
     spans += [_body(text, m.end(), len(m.group(1))) if m.group(2).lower() in _CODE_DIRECTIVES
@@ -144,6 +158,12 @@ def mask_noise(text: str) -> str:
               for m in _DIRECTIVE.finditer(text)
               if m.group(2).lower() in _CODE_DIRECTIVES or _OPENS_CALL.match(text, m.end())]
     return _blank_all(text, spans) if spans else text
+
+
+def _title_case(text: str) -> bool:
+    """Words capitalised (function words aside) and not all caps: a title (``Path Structure And Terminology``)."""
+    words = [w for w in re.findall(r"[^\W\d_][\w-]*", text) if len(w) > 3 or w[:1].isupper()]
+    return bool(words) and all(w[:1].isupper() for w in words) and any(c.islower() for w in words for c in w)
 
 
 def _base64_like(run: str) -> bool:
@@ -209,13 +229,16 @@ def _fold(ident: str) -> str:
 
 
 def _placeholder(name: str) -> bool:
-    """A grammar metavariable or a non-identifier: all caps without ``_`` (``NAME1``, ``CLS``), one letter, digits."""
+    """A grammar metavariable or a non-identifier: all caps without ``_`` (``NAME1``, ``CLS``), one letter, digits,
+    or a part that is one letter repeated, the writer's filler for "any name here" (``xxx_provide_dependency``,
+    ``Xxx_LIBRARIES``, ``Xxx_VERSION_VV``)."""
     bare = name.lstrip("-")
     letters = bare.replace(".", "")
     mixed_short = len(letters) <= 3 and letters.isalpha() and not letters.islower() and any(
         c.isupper() for c in letters[1:])  # "bR", "rF": a literal's prefix letters, not a name
     return (len(letters) < 2 or (letters.isupper() and "_" not in letters) or not any(c.isalpha() for c in bare)
-            or all(p.isupper() and "_" not in p for p in bare.split(".")) or mixed_short)
+            or all(p.isupper() and "_" not in p for p in bare.split(".")) or mixed_short
+            or any(_FILLER.match(part) for part in re.split(r"[._-]", bare)))
 
 
 def _from_span(content: str) -> list[tuple[str, str, bool]]:
@@ -236,8 +259,24 @@ def _from_span(content: str) -> list[tuple[str, str, bool]]:
     return [(n, t, s) for n, t, s in found if n and not _placeholder(n)]
 
 
-def code_entities(texts: list[str]) -> tuple[dict[str, str], list[dict[str, list[int]]], list[str], bool]:
+def metavariables(texts: list[str]) -> frozenset[str]:
+    """The lowercase words ``texts`` write inside angle brackets (``<file1>``, ``$<CONFIG:cfgs>``): a signature's
+    metavariables, the writer's "put your value here"; never a tag's name (a tag closes: ``</code>``).
+
+    >>> sorted(metavariables(["if(<file1> IS_NEWER_THAN <file2>)", "$<CONFIG:cfgs>", "<b>x</b>", "<Out-Var>"]))
+    ['cfgs', 'file1', 'file2']
+    """
+    found = {w for text in texts for m in _ANGLE.finditer(text) for w in _ANGLE_WORD.findall(m.group(1))}
+    closed = {m.group(1) for text in texts for m in re.finditer(r"</([a-z][\w-]*)>", text)}
+    return frozenset(found - closed)
+
+
+def code_entities(texts: list[str], *, placeholders: frozenset[str] = frozenset()
+                  ) -> tuple[dict[str, str], list[dict[str, list[int]]], list[str], bool]:
     """Identifiers of ``texts`` (noise-masked inputs): ``(types, positions, masked, technical)``.
+
+    ``placeholders`` (the input's :func:`metavariables`) are no identifiers where the text writes them bare
+    (``True if ``file1`` is newer``), unless the input also calls them (``list(APPEND ...)`` beside ``<list>``).
 
     ``types`` maps a name to ``code`` or ``option``; ``positions[i]`` maps a name to its start
     offsets in ``texts[i]``; ``masked[i]`` is ``texts[i]`` with code blocks and spans blanked; ``technical``:
@@ -280,7 +319,11 @@ def code_entities(texts: list[str]) -> tuple[dict[str, str], list[dict[str, list
             if not _placeholder(name):
                 types.setdefault(name, kind)
     # a plain word ("with", "None") is an identifier only when it recurs in code spans
+    # a plain word ("with", "None") is an identifier only when it recurs in code spans
     types = {n: k for n, k in types.items() if n not in plain_counts or plain_counts[n] >= 2 or _shaped(n)}
+    if placeholders:  # a metavariable is a placeholder wherever it is written, unless the input calls it
+        called = {m.group(1) for m in _CALLEE.finditer(joined)}
+        types = {n: k for n, k in types.items() if n not in placeholders or n in called}
     positions: list[dict[str, list[int]]] = []
     prose += [[] for _ in range(len(masked) - len(prose))]
     for i, text in enumerate(masked):

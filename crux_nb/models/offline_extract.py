@@ -43,7 +43,7 @@ from .text import (
     CONNECTORS as _CONNECTORS,
 )
 from .offline_assemble import assemble
-from .offline_code import acronym_definitions, code_entities, mask_noise
+from .offline_code import acronym_definitions, code_entities, mask_noise, metavariables
 from .offline_concepts import recurring_concepts as _concepts
 from .offline_names import clean_occurrences, determiner_counts, fold_names
 from .text import (
@@ -100,7 +100,7 @@ def _sentence_tokens(text: str, span) -> tuple[list[_Tok], bool]:
         prev_end = m.end()
     words = [t.text for t in toks if t.text[:1].isalpha()]
     shouty = len(words) >= 2 and all(w.isupper() for w in words)
-    long_words = [w for w in words if len(w) > 3]
+    long_words = [w for w in words if len(w) > 3 and w.lower() not in STOP_WORDS]  # "Variables that Provide ..."
     title_case = (
         span.kind == "prose" and "\n" not in span.text and len(words) <= 8 and len(long_words) >= 2
         and all(w[:1].isupper() for w in long_words) and span.text.rstrip("\"'”’)]*_")[-1:] not in ".!?:;,"
@@ -118,7 +118,8 @@ def _runs(text: str, toks: list[_Tok]) -> list[list[_Tok]]:
         if cur:
             gap = text[cur[-1].end:tok.start]
             prev = cur[-1].text
-            plain = gap.strip() == "" and "\n\n" not in gap
+            # not across a table's column gap or blanked code ("Entry      Convention"): three spaces within a line
+            plain = gap.strip() == "" and "\n\n" not in gap and ("\n" in gap or len(gap) < 3)
             after_title = gap.strip() == "." and prev.lower() in _TITLES
             joinable = (plain or after_title) and not _POSSESSIVE.search(prev) or False
         nxt_cap = i + 1 < len(toks) and toks[i + 1].text[:1].isupper()
@@ -195,7 +196,7 @@ def extract_entities(chunks: Sequence[dict[str, Any]], *, concepts: bool = True,
     """The ``extract`` task output for ``chunks`` (``[{"id", "text"}]``)."""
     originals = [str(ch.get("text") or "") for ch in chunks]
     noise = [mask_noise(t) for t in originals]  # markup that names nothing: comments, tables, URLs, paths
-    code = code_entities(noise)  # identifiers, and the texts with code blanked for the name rules
+    code = code_entities(noise, placeholders=metavariables(originals))  # identifiers, and the texts with code blanked for the name rules
     texts = [(str(ch["id"]), masked) for ch, masked in zip(chunks, code[2])]
     code = (code[0], code[1], noise, code[3])
     lower_counts: Counter = Counter()
@@ -268,7 +269,9 @@ class _Candidates:
         elif amb and not headingish and len(ptoks) > 1 and first.rstrip(".") not in _TITLES:
             rest = ptoks[1:]
             rest_name = "" if len(rest) == 1 and _VERSION.match(rest[0].text) else _name(text, rest)
-            if not starter:
+            if common and rest_name and rest_name.replace(" ", "").isupper():
+                self.sure.append((ci, rest_name, rest[0].start))  # "Create SHA512": a common word before an acronym
+            elif not starter:
                 self.starts.append((ci, name, rest_name, common, pos))
             elif rest_name:
                 self.sure.append((ci, rest_name, rest[0].start))

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import ModelError
 from .offline_assemble import assemble
-from .offline_code import code_entities, mask_noise
+from .offline_code import code_entities, mask_noise, metavariables
 from .offline_extract import _LOWER_WORD, _key
 from .offline_names import FUNCTION_WORDS, clean_occurrences, determiner_counts, fold_names
 from .text import TITLES, normalize_ws, sentence_spans
@@ -69,7 +69,7 @@ def spacy_extract(chunks: list[dict[str, Any]]) -> dict[str, Any]:
     nlp = _pipeline()
     originals = [str(ch.get("text") or "") for ch in chunks]
     noise = [mask_noise(t) for t in originals]  # the rules' noise and identifier handling, shared
-    code = code_entities(noise)
+    code = code_entities(noise, placeholders=metavariables(originals))
     texts = [(str(ch["id"]), masked) for ch, masked in zip(chunks, code[2])]
     code = (code[0], code[1], noise, code[3])
     lower_counts: Counter = Counter()
