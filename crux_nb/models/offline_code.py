@@ -319,7 +319,6 @@ def code_entities(texts: list[str], *, placeholders: frozenset[str] = frozenset(
             if not _placeholder(name):
                 types.setdefault(name, kind)
     # a plain word ("with", "None") is an identifier only when it recurs in code spans
-    # a plain word ("with", "None") is an identifier only when it recurs in code spans
     types = {n: k for n, k in types.items() if n not in plain_counts or plain_counts[n] >= 2 or _shaped(n)}
     if placeholders:  # a metavariable is a placeholder wherever it is written, unless the input calls it
         called = {m.group(1) for m in _CALLEE.finditer(joined)}

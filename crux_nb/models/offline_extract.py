@@ -196,7 +196,8 @@ def extract_entities(chunks: Sequence[dict[str, Any]], *, concepts: bool = True,
     """The ``extract`` task output for ``chunks`` (``[{"id", "text"}]``)."""
     originals = [str(ch.get("text") or "") for ch in chunks]
     noise = [mask_noise(t) for t in originals]  # markup that names nothing: comments, tables, URLs, paths
-    code = code_entities(noise, placeholders=metavariables(originals))  # identifiers, and the texts with code blanked for the name rules
+    # identifiers, and the texts with code blanked for the name rules
+    code = code_entities(noise, placeholders=metavariables(originals))
     texts = [(str(ch["id"]), masked) for ch, masked in zip(chunks, code[2])]
     code = (code[0], code[1], noise, code[3])
     lower_counts: Counter = Counter()
