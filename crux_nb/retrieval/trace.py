@@ -159,10 +159,10 @@ class KnowledgeTrace:
     >>> search = crux_nb.global_search(model=crux_nb.models.OfflineModel())
     >>> knowledge = kb.recipe(steps=[search]).retrieve_with_trace("Who runs Atlas?").trace.steps[0].knowledge
     >>> knowledge
-    KnowledgeTrace(contributor='global-search', coverage='exact', available={'reports': 1, 'findings': 4},
-                   processed={'reports': 1, 'findings': 4})
+    KnowledgeTrace(contributor='global-search', coverage='exact', available={'reports': 2, 'findings': 4},
+                   processed={'reports': 2, 'findings': 4})
     >>> knowledge.scan, knowledge.detail, knowledge.preflight["calls"]
-    ('all', 'overview', 1)
+    ('all', 'detailed', 1)
     >>> print(kb.recipe().retrieve_with_trace("Who runs Atlas?").trace.steps[0].knowledge)
     None
     """
