@@ -17,7 +17,9 @@ _KEPT = "derived-from-frames"  # KBState.shared key: cache key -> (weak referenc
 
 def derived(shared: dict, key: Any, build: Any, depends: tuple) -> Any:
     """The value ``shared`` keeps for ``key`` when it was built from the frames ``depends`` (the same objects),
-    else ``build()``, then kept for the states that follow (weakly: a kept value never holds its frames alive).
+    else ``build()``, then kept for the states that follow. The frames are referred to weakly, but the value is
+    kept strongly (the states that will ask may not exist yet), so a value that holds its frames (the graph's
+    adjacency holds the edges and evidence) keeps one set alive per key until the key is built from other frames.
 
     >>> import pandas as pd
     >>> shared, frame = {}, pd.DataFrame({"a": [1]})
