@@ -23,6 +23,9 @@ BEFORE_ISSUE_35 = "fe656db"
 # main just before the traversal index was built in bulk (merge of branch travidx): bench/traversal_build.py's
 # baseline; it reads the saved-parts layout, which fe656db cannot
 BEFORE_BULK_TRAVERSAL_INDEX = "7291b3a"
+# main before the graph's indexes were built from one factorisation of the refs, in the background from the start
+# of the open (issue 35, open part, 2026-12-05): bench/open_first.py's baseline
+BEFORE_SHARED_FACTORISATION = "3a2edf3"
 
 
 def checkout(ref: str = BEFORE_ISSUE_35) -> Path:

@@ -59,6 +59,8 @@ BENCHMARKS = [
      "edit_cost.py", "edit_cost"),
     ("save, reopen, first query and incremental save of a big knowledge base, vs the code before issue 35",
      "store_cost.py", "store_cost"),
+    ("open + first query of one saved knowledge base, fresh processes alternated with a baseline commit",
+     "open_first.py", "open_first"),
 ]
 PLOTS_DIR = BENCH_DIR / "plots"
 HISTORY = BENCH_DIR / "HISTORY.md"  # hand-kept before/after notes, appended to RESULTS.md

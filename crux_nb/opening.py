@@ -12,6 +12,7 @@ import pyarrow as pa
 from .knowledgebase import KnowledgeBase
 from .store import persist
 from .retrieval.expand.prepare import prepare_expansion
+from .retrieval.expand.step import expand_relations
 from .retrieval.retriever.lexical_store import NAME as LEXICAL, install_lexical
 from .store.integrity import check_manifest_kb, check_tables
 
@@ -60,9 +61,13 @@ def open_knowledge_base(path: str | os.PathLike, *, verify: bool = True, communi
     kb = KnowledgeBase(id=meta["id"], namespace=meta["namespace"], chunk_size=meta["chunk_size"], state=saved.state,
                        lexical=meta["lexical"])
     state = kb.state  # the saved tables with the knowledge base's lexical settings
-    install_indexes(state, saved.indexes)  # first: the warm build reads the lexical statistics it brings
-    if len(state.chunks) >= WARM_MIN_CHUNKS:  # built while the checks below run (on the next core, mostly)
-        warm(kb)
+    installed = threading.Event()
+    if len(state.chunks) >= WARM_MIN_CHUNKS:  # built while the install and the checks below run (next core)
+        warm(kb, installed=installed)
+    try:
+        install_indexes(state, saved.indexes)
+    finally:
+        installed.set()
     check_tables(saved.root, saved.base.generation, saved.manifest, state)
     kb.path = saved.root
     kb.graphrag = saved.graphrag
@@ -75,18 +80,22 @@ def open_knowledge_base(path: str | os.PathLike, *, verify: bool = True, communi
     return kb
 
 
-def warm(kb: KnowledgeBase) -> threading.Thread:
+def warm(kb: KnowledgeBase, *, installed: threading.Event | None = None) -> threading.Thread:
     """Build what a first query reads and no saved index holds, in a background thread, and return it: what the
     default ``expand_relations()`` reads (:func:`~crux_nb.retrieval.expand.prepare.prepare_expansion`: the graph's
     traversal index and view, the entity and source names) and the chunk columns a hit is made of (~2 s at 200k
     chunks and 100k entities). One thread, one index after the other: two would contend for the interpreter lock
-    and finish both later. It starts after the saved indexes are installed: the source names read the lexical
-    statistics they bring (without them, counting every chunk's identifiers takes seconds). A failure there is
-    left for the query that needs the index to raise."""
+    and finish both later. The graph's indexes first, while ``open`` installs the saved indexes (they read none);
+    the rest once ``installed`` is set: the source names read the lexical statistics the saved index brings
+    (without them, counting every chunk's identifiers takes seconds). A failure there is left for the query that
+    needs the index to raise."""
     state, reader = kb.state, kb.reader
 
     def build() -> None:
         try:
+            reader.traversal_index.view(*expand_relations().view_key()).transposed()  # no saved index needed
+            if installed is not None:
+                installed.wait()
             prepare_expansion(reader, state)
             for column in state.lookup.COLUMNS:
                 state.lookup.columns[column]

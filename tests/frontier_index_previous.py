@@ -5,6 +5,8 @@ by array (``bench/traversal_build.py`` times this checkout against main's code).
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pandas as pd
 
@@ -70,3 +72,4 @@ class TraversalIndex(frontier_index.TraversalIndex):
                                          np.asarray(adjacency.direction, dtype=np.int8)])[order]
         self.indptr = np.concatenate([[0], np.cumsum(np.bincount(self.node, minlength=n))]).astype(np.int64)
         self._views: dict[tuple, View] = {}
+        self._view_lock = threading.Lock()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import re
+import time
 
 import numpy as np
 import pandas as pd
@@ -97,16 +98,16 @@ def test_open_builds_the_graph_indexes_in_the_background_on_large_knowledge_base
 def test_threads_asking_for_the_traversal_index_at_once_share_one_build(saved_sample, monkeypatch):
     import threading
 
-    from crux_nb.graph import frontier
+    from crux_nb.graph import build
 
     kb = crux_nb.open(saved_sample)
-    built, real = [], frontier.TraversalIndex
+    built, real = [], build.build_with_adjacency
 
     def counted(*args):
         built.append(1)
         return real(*args)
 
-    monkeypatch.setattr(frontier, "TraversalIndex", counted)
+    monkeypatch.setattr(build, "build_with_adjacency", counted)
     reader, found = kb.reader, []
     threads = [threading.Thread(target=lambda: found.append(reader.traversal_index)) for _ in range(4)]
     threads.append(reader.warm())
@@ -115,6 +116,36 @@ def test_threads_asking_for_the_traversal_index_at_once_share_one_build(saved_sa
     for thread in threads:
         thread.join()
     assert len(built) == 1 and len({id(index) for index in found}) == 1
+
+
+def test_threads_asking_for_one_view_share_its_cut_and_its_incoming_lists(saved_sample, monkeypatch):
+    """The background build (``crux_nb.open``) and a query ask for the default view at once: one cut, one
+    transposition (each cut alone, the query's second one made the first query wait for both)."""
+    import threading
+
+    from crux_nb import expand_relations
+    from crux_nb.graph import frontier_index
+
+    index = crux_nb.open(saved_sample).reader.traversal_index
+    calls, cut, transpose = [], frontier_index.TraversalIndex._cut, frontier_index.View._transpose
+
+    def slow(real, name):
+        def counted(*args):
+            calls.append(name)
+            time.sleep(0.05)  # long enough for every thread to arrive while the first builds
+            return real(*args)
+        return counted
+
+    monkeypatch.setattr(frontier_index.TraversalIndex, "_cut", slow(cut, "cut"))
+    monkeypatch.setattr(frontier_index.View, "_transpose", slow(transpose, "transpose"))
+    found = []
+    key = expand_relations().view_key()
+    threads = [threading.Thread(target=lambda: found.append(index.view(*key).transposed())) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(calls) == ["cut", "transpose"] and len({id(f) for f in found}) == 1
 
 
 def test_a_states_lookup_does_not_keep_the_state_alive(saved_sample):
@@ -136,7 +167,8 @@ def test_a_states_lookup_does_not_keep_the_state_alive(saved_sample):
         gc.enable()
 
 
-def test_an_edit_that_leaves_the_entities_and_edges_keeps_their_indexes(saved_sample):
+def test_an_edit_that_leaves_the_entities_and_edges_keeps_their_indexes(saved_sample, monkeypatch):
+    from crux_nb.graph import build
     from crux_nb.retrieval.expand.entity_match import entity_name_index
 
     kb = crux_nb.open(saved_sample)
@@ -144,7 +176,10 @@ def test_an_edit_that_leaves_the_entities_and_edges_keeps_their_indexes(saved_sa
     recipe().retrieve("Who owns the ingest gateway?")
     before, names = kb.reader._adjacency, entity_name_index(kb.state)
     kb.add_text("zz-note.md", "# Note\n\nThe ingest gateway is owned by the platform team.")
-    hits = recipe().retrieve("Who owns the ingest gateway?")
+    real = build.build_with_adjacency
+    monkeypatch.setattr(build, "build_with_adjacency", lambda state: pytest.fail("the edges were factorised again"))
+    hits = recipe().retrieve("Who owns the ingest gateway?")  # the traversal index from the kept adjacency
+    monkeypatch.setattr(build, "build_with_adjacency", real)
     assert kb.reader._adjacency is before and entity_name_index(kb.state) is names  # add_text left both frames
     fresh = crux_nb.open(saved_sample)
     fresh.add_text("zz-note.md", "# Note\n\nThe ingest gateway is owned by the platform team.")

@@ -15,6 +15,7 @@ import pytest
 import crux_nb
 import frontier_index_previous as previous
 from crux_nb.graph.adjacency import AdjacencyIndex
+from crux_nb.graph.build import build_with_adjacency
 from crux_nb.graph.frontier_index import HUB_SHARE, TraversalIndex
 from crux_nb.refs import ChunkRef, encode_ref
 from crux_nb.testing import make_kb
@@ -22,19 +23,37 @@ from crux_nb.testing import make_kb
 ARRAYS = ("refs", "kind", "chunk_code", "row_of_code", "node", "peer", "etype", "direction", "indptr")
 
 
+ADJACENCY_ARRAYS = ("ref_array", "indptr", "peer", "direction", "edge_row", "etype")
+
+
 def assert_same_index(state, adjacency):
+    """The index built from ``adjacency`` (refs looked up), and the one built with its own adjacency from one
+    factorisation of every ref (``build_with_adjacency``, what a reader builds first), against the old build."""
     new, old = TraversalIndex(state, adjacency), previous.TraversalIndex(state, adjacency)
+    together, own_adjacency = build_with_adjacency(state)
+    for name in ADJACENCY_ARRAYS:
+        a, b = getattr(own_adjacency, name), getattr(adjacency, name)
+        assert a.dtype == b.dtype and np.array_equal(a, b), name
+    assert own_adjacency.type_names == adjacency.type_names
+    assert all(type(r) is str for r in own_adjacency.ref_array.tolist())
+    for index in (new, together):
+        _assert_same_arrays(index, old)
+    return new
+
+
+def _assert_same_arrays(new, old):
     for name in ARRAYS:
         a, b = getattr(new, name), getattr(old, name)
         assert a.dtype == b.dtype and np.array_equal(a, b), name
     assert new.code == old.code and list(new.code) == list(old.code)
+    probes = list(old.code) + ["", "chunk", "chunk:", "entity:e3", "\uffff", "document:zz"]
+    assert new.codes_of(probes) == [old.code.get(r) for r in probes]
     assert new.type_names == old.type_names
     for key in [(None, None, 64, None), (frozenset({"hierarchy"}), 0, 3, None), (None, 1, 2, HUB_SHARE)]:
         a, b = new.view(*key), old.view(*key)
         for name in ("indptr", "peer", "etype", "truncated", "spec", "df", "owner", "degree"):
             assert np.array_equal(getattr(a, name), getattr(b, name)), (key, name)
         assert all(np.array_equal(a.cost[r], b.cost[r]) for r in b.cost) and a.hubs == b.hubs
-    return new
 
 
 def check_kb(kb):
@@ -120,6 +139,7 @@ def _adjacency(state, rng):
     evidence = pd.DataFrame({"edge_id": pd.Series([], dtype="str"), "source_id": pd.Series([], dtype="str"),
                              "chunk_ref": pd.Series([], dtype="str"), "provenance": pd.Series([], dtype="str")})
     adjacency = AdjacencyIndex(edges.astype("str"), evidence)
+    state.edges, state.edge_evidence = edges.astype("str"), evidence  # what build_with_adjacency reads
     assert adjacency.refs == sorted(set(edges["from_ref"]) | set(edges["to_ref"]))
     assert all(type(r) is str for r in adjacency.ref_array)
     return adjacency
@@ -140,3 +160,52 @@ def test_a_missing_document_fails_as_before():
         for build in (TraversalIndex, previous.TraversalIndex):
             with pytest.raises(KeyError):
                 build(state, _adjacency(state, np.random.default_rng(0)))
+        with pytest.raises(KeyError):
+            build_with_adjacency(state)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_stable_order_is_numpys_stable_argsort(seed):
+    from crux_nb.graph.structure import stable_order
+
+    rng = np.random.default_rng(seed)
+    upper = int(rng.choice([1, 2, 300, 2**16, 2**16 + 1, 2**33]))
+    values = rng.integers(0, upper, size=int(rng.integers(0, 3000)))
+    assert stable_order(values, upper).tolist() == np.argsort(values, kind="stable").tolist()
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_a_views_incoming_lists_are_its_entries_by_peer_in_entry_order(seed):
+    rng = np.random.default_rng(seed)
+    state = _random_state(rng)
+    _adjacency(state, rng)  # gives the state edges
+    index, _ = build_with_adjacency(state)
+    view = index.view(None, None, 3)
+    indptr, by_peer = view.transposed()
+    assert by_peer.tolist() == np.argsort(view.peer, kind="stable").tolist()
+    assert indptr.tolist() == [0] + np.cumsum(np.bincount(view.peer, minlength=len(index.refs))).tolist()
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_adjacency_entries_are_in_upstream_order(seed):
+    """Each node's entries by (peer ref, type, edge row, direction), from a plain sort of every entry: with and
+    without symmetric edges (without, the entries are made already in edge-row order and only the key is sorted)."""
+    rng = np.random.default_rng(seed)
+    nodes = ["chunk:a:c1", "chunk:a:c2", "entity:é", "entity:b", "document:a"]
+    n = int(rng.integers(1, 30))
+    symmetric = ["directed", "symmetric"] if seed % 2 else ["directed"]
+    edges = pd.DataFrame({"edge_id": [f"e{i:03d}" for i in range(n)],
+                          "from_ref": [nodes[int(rng.integers(len(nodes)))] for _ in range(n)],
+                          "to_ref": [nodes[int(rng.integers(len(nodes)))] for _ in range(n)],
+                          "type": [["mentions", "b", "zz"][int(rng.integers(3))] for _ in range(n)],
+                          "direction": [symmetric[int(rng.integers(len(symmetric)))] for _ in range(n)]}).astype("str")
+    adjacency = AdjacencyIndex(edges, None)
+    entries = []
+    for row, (a, b, t, d) in enumerate(zip(edges["from_ref"], edges["to_ref"], edges["type"], edges["direction"])):
+        entries += [(a, b, t, row, 0), (b, a, t, row, 1)] + ([(b, a, t, row, 0), (a, b, t, row, 1)] if d == "symmetric" else [])
+    entries.sort()
+    refs = adjacency.refs
+    got = [(refs[node], refs[p], adjacency.type_names[t], r, d) for node in range(len(refs))
+           for p, t, r, d in zip(*(a[adjacency.indptr[node]:adjacency.indptr[node + 1]].tolist()
+                                   for a in (adjacency.peer, adjacency.etype, adjacency.edge_row, adjacency.direction)))]
+    assert got == entries

@@ -70,7 +70,7 @@ def test_open_prepares_what_the_default_expansion_reads(saved_sample, monkeypatc
     started = []
     real_warm = crux_nb.opening.warm
     monkeypatch.setattr(crux_nb.opening, "WARM_MIN_CHUNKS", 1)  # the sample counts as large
-    monkeypatch.setattr(crux_nb.opening, "warm", lambda kb: started.append(real_warm(kb)) or started[-1])
+    monkeypatch.setattr(crux_nb.opening, "warm", lambda kb, **k: started.append(real_warm(kb, **k)) or started[-1])
     kb = crux_nb.open(saved_sample)
     started[0].join(30)
     builds = []
@@ -149,9 +149,10 @@ def test_global_rows_shift_each_sources_postings_by_its_first_row(step):
     assert got.dtype == np.int32 and got.tolist() == expected.tolist()
 
 
-def test_the_background_build_starts_after_the_saved_lexical_index_is_installed(saved_sample, monkeypatch):
-    """The source names read the lexical statistics the saved index brings; a build that ran ahead of the install
-    counted every chunk's identifiers itself (seconds at 200k chunks), while the install waited on its lock."""
+def test_the_background_build_reads_names_only_once_the_saved_lexical_index_is_installed(saved_sample, monkeypatch):
+    """The graph's indexes are built while the saved index is installed, but the source names read the lexical
+    statistics it brings: a build that read them ahead of the install counted every chunk's identifiers itself
+    (seconds at 200k chunks), while the install waited on its lock."""
     import crux_nb.opening
     from crux_nb.retrieval.retriever import lexical_index
 
@@ -165,8 +166,27 @@ def test_the_background_build_starts_after_the_saved_lexical_index_is_installed(
 
     monkeypatch.setattr(lexical_index, "identifier_counts", lambda texts: counted.append(1) or real_count(texts))
     monkeypatch.setattr(crux_nb.opening, "install_indexes", slow_install)
-    monkeypatch.setattr(crux_nb.opening, "warm", lambda kb: started.append(real_warm(kb)) or started[-1])
+    monkeypatch.setattr(crux_nb.opening, "warm", lambda kb, **k: started.append(real_warm(kb, **k)) or started[-1])
     monkeypatch.setattr(crux_nb.opening, "WARM_MIN_CHUNKS", 1)
     crux_nb.open(saved_sample)
     started[0].join(30)
     assert counted == []
+
+
+def test_the_graph_is_built_while_the_saved_lexical_index_is_installed(saved_sample, monkeypatch):
+    """The graph's indexes read no saved index: their build starts before the install, on the other core."""
+    import crux_nb.opening
+
+    seen, real_install = [], crux_nb.opening.install_indexes
+
+    def watching_install(state, indexes):
+        deadline = time.monotonic() + 20
+        while "graph-adjacency" not in state.cache and time.monotonic() < deadline:
+            time.sleep(0.01)
+        seen.append("graph-adjacency" in state.cache)
+        real_install(state, indexes)
+
+    monkeypatch.setattr(crux_nb.opening, "install_indexes", watching_install)
+    monkeypatch.setattr(crux_nb.opening, "WARM_MIN_CHUNKS", 1)
+    crux_nb.open(saved_sample)
+    assert seen == [True]

@@ -23,27 +23,32 @@ DIRECTION_NAMES = ("out", "in")
 
 
 class AdjacencyIndex:
-    def __init__(self, edges: pd.DataFrame, evidence: pd.DataFrame):
-        ends = pd.concat([edges["from_ref"], edges["to_ref"]], ignore_index=True)
-        codes, uniques = pd.factorize(ends, sort=True)
+    def __init__(self, edges: pd.DataFrame, evidence: pd.DataFrame, *,
+                 coded: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None):
+        """``coded``: (refs, from codes, to codes), the edges' ends already numbered in the sorted ``refs`` (which
+        may hold other refs too: :func:`~crux_nb.graph.build.build_with_adjacency`)."""
         n_edges = len(edges)
-        src, dst = codes[:n_edges], codes[n_edges:]
+        if coded is None:
+            ends = pd.concat([edges["from_ref"], edges["to_ref"]], ignore_index=True)
+            codes, uniques = pd.factorize(ends, sort=True)
+            src, dst = codes[:n_edges], codes[n_edges:]
+        else:  # the refs the edges name, renumbered in the same order: what the factorisation above gives
+            refs, src, dst = coded
+            used = np.flatnonzero(np.bincount(np.concatenate([src, dst]), minlength=len(refs)))
+            compact = np.zeros(len(refs), dtype=np.int64)
+            compact[used] = np.arange(len(used))
+            src, dst, uniques = compact[src], compact[dst], refs[used]
         type_codes, self.type_names = pd.factorize(edges["type"], sort=True)
         self.type_names = list(self.type_names)
         sym = (edges["direction"] == "symmetric").to_numpy()
-        rows = np.arange(n_edges)
-        node = np.concatenate([src, dst, dst[sym], src[sym]])
-        peer = np.concatenate([dst, src, src[sym], dst[sym]])
-        direction = np.concatenate([np.full(n_edges, OUT), np.full(n_edges, IN),
-                                    np.full(sym.sum(), OUT), np.full(sym.sum(), IN)])
-        edge_row = np.concatenate([rows, rows, rows[sym], rows[sym]])
-        etype = np.asarray(type_codes)[edge_row]
+        node, peer, direction, edge_row = _entries(src, dst, sym)
+        etype = np.asarray(type_codes, dtype=np.int32)[edge_row]
         order = _entry_order(node, peer, etype, edge_row, direction, n_nodes=len(uniques),
-                             n_types=len(self.type_names))
+                             n_types=len(self.type_names), ordered=not sym.any())
         self.peer = peer[order]
-        self.direction = direction[order].astype(np.int8)
+        self.direction = direction[order]
         self.edge_row = edge_row[order]
-        self.etype = etype[order].astype(np.int32)
+        self.etype = etype[order]
         counts = np.bincount(node, minlength=len(uniques))
         self.indptr = np.concatenate([[0], np.cumsum(counts)])
         # through numpy: iterating the string index itself costs ~10x more per ref
@@ -165,10 +170,32 @@ class AdjacencyIndex:
         return found
 
 
+def _entries(src: np.ndarray, dst: np.ndarray, sym: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(node, peer, direction, edge row) of every entry: an ``out`` entry on each edge's source and an ``in`` entry
+    on its target, the reverse pair too for a symmetric edge. Without symmetric edges they come in (edge row,
+    direction) order, each row's ``out`` entry then its ``in`` entry (:func:`_entry_order` needs no sort for it).
+
+    >>> [a.tolist() for a in _entries(np.array([5, 6]), np.array([7, 8]), np.array([False, False]))]
+    [[5, 7, 6, 8], [7, 5, 8, 6], [0, 1, 0, 1], [0, 0, 1, 1]]
+    """
+    n = len(src)
+    if sym.any():
+        rows = np.arange(n)
+        return (np.concatenate([src, dst, dst[sym], src[sym]]), np.concatenate([dst, src, src[sym], dst[sym]]),
+                np.concatenate([np.full(n, OUT, np.int8), np.full(n, IN, np.int8), np.full(sym.sum(), OUT, np.int8),
+                                np.full(sym.sum(), IN, np.int8)]),
+                np.concatenate([rows, rows, rows[sym], rows[sym]]))
+    node, peer = np.empty(2 * n, dtype=np.int64), np.empty(2 * n, dtype=np.int64)
+    node[0::2], node[1::2], peer[0::2], peer[1::2] = src, dst, dst, src
+    # narrow types from the start: at a million edges each wide temporary is 16 MB of fresh pages
+    return node, peer, np.tile(np.array([OUT, IN], dtype=np.int8), n), np.repeat(np.arange(n), 2)
+
+
 def _entry_order(node: np.ndarray, peer: np.ndarray, etype: np.ndarray, edge_row: np.ndarray,
-                 direction: np.ndarray, *, n_nodes: int, n_types: int) -> np.ndarray:
+                 direction: np.ndarray, *, n_nodes: int, n_types: int, ordered: bool = False) -> np.ndarray:
     """The order of the entries by (node, peer, type, edge row, direction): ``np.lexsort`` of those five keys, as
     one sort of int64 keys where they fit (~3x faster at a million entries: numpy sorts int64 with SIMD).
+    ``ordered``: the entries already come in (edge row, direction) order.
 
     >>> args = [np.array(v) for v in ([1, 0, 1, 0], [0, 1, 0, 1], [0, 0, 0, 0], [0, 0, 1, 1], [0, 1, 1, 0])]
     >>> _entry_order(*args, n_nodes=2, n_types=1).tolist() == np.lexsort(args[::-1]).tolist()
@@ -177,7 +204,9 @@ def _entry_order(node: np.ndarray, peer: np.ndarray, etype: np.ndarray, edge_row
     m = len(node)
     if m == 0 or n_nodes * n_nodes * max(n_types, 1) * m >= 2 ** 62:
         return np.lexsort((direction, edge_row, etype, peer, node))
-    base = np.lexsort((direction, edge_row))  # ties in the key below keep this order through the position
+    if ordered:  # ties in the key below keep the (edge row, direction) order through the position
+        return np.sort(((node.astype(np.int64) * n_nodes + peer) * max(n_types, 1) + etype) * m + np.arange(m)) % m
+    base = np.lexsort((direction, edge_row))
     key = ((node[base].astype(np.int64) * n_nodes + peer[base]) * max(n_types, 1) + etype[base]) * m
     return base[np.sort(key + np.arange(m)) % m]
 

@@ -7,14 +7,17 @@ on first use) the transposed lists, entry ids grouped by peer.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .structure import distinct_sorted, encoded_refs, required_codes, structural_entries
+from .structure import distinct_sorted, required_codes, stable_order, structural_entries, structural_refs
 
 __all__ = ["TraversalIndex", "View", "KIND_CHUNK", "KIND_ENTITY", "KIND_OTHER", "STRUCTURAL_TYPES", "HUB_SHARE",
            "HUB_MIN_CHUNKS", "hub_mask"]
@@ -46,27 +49,25 @@ def hub_mask(kind: np.ndarray, df: np.ndarray, n_chunks: int, share: float | Non
 class TraversalIndex:
     """Every node's neighbour list (structural, then persisted) as one CSR, built once per reader."""
 
-    def __init__(self, state, adjacency):
+    def __init__(self, state, adjacency, *, coded: "Coded | None" = None):
+        """From ``adjacency`` (the graph's :class:`~crux_nb.graph.adjacency.AdjacencyIndex`) and ``state``'s
+        chunks, sections and documents, their refs numbered by ``coded`` (:func:`~crux_nb.graph.build.build_with_adjacency`'s, from
+        the same factorisation as the adjacency) or else looked up here."""
         chunks, parents, docs = state.chunks, state.parents, state.documents
-        chunk_refs = chunks["ref"].to_numpy(dtype=object)
-        refs = _sorted_unique(np.concatenate([np.asarray(adjacency.ref_array, dtype=object), chunk_refs,
-                                              encoded_refs("parent", parents["source_id"], parents["parent_id"]),
-                                              encoded_refs("document", docs["source_id"])]))
-        self.refs = refs
-        self.code = dict(zip(refs.tolist(), range(len(refs))))
+        coded = coded if coded is not None else _looked_up(state, adjacency)
+        refs = self.refs = coded.refs
         n = len(refs)
         self.kind = np.full(n, KIND_OTHER, dtype=np.int8)
         for name, kind in (("chunk", KIND_CHUNK), ("entity", KIND_ENTITY)):
             self.kind[_with_prefix(refs, name)] = kind
         self.type_names = list(dict.fromkeys(list(adjacency.type_names) + list(STRUCTURAL_TYPES)))
         tcode = {t: i for i, t in enumerate(self.type_names)}
-        lookup = _lookup(refs)
-        self.chunk_code = required_codes(lookup(chunk_refs))  # per chunk row
+        self.chunk_code = required_codes(coded.structural["chunk"])  # per chunk row
         self.row_of_code = np.full(n, -1, dtype=np.int64)
-        self.row_of_code[self.chunk_code] = np.arange(len(chunk_refs))
-        s_node, s_peer, s_type, s_dir = _sorted_structure(parents, chunks, docs, lookup, n)
+        self.row_of_code[self.chunk_code] = np.arange(len(self.chunk_code))
+        s_node, s_peer, s_type, s_dir = _sorted_structure(parents, chunks, docs, coded.structural, n)
         s_type = np.array([tcode[t] for t in STRUCTURAL_TYPES], dtype=np.int32)[s_type]
-        remap = required_codes(lookup(np.asarray(adjacency.ref_array, dtype=object)))
+        remap = required_codes(coded.adjacency)
         p_node = remap[np.repeat(np.arange(len(remap)), np.diff(adjacency.indptr))] if len(remap) else \
             np.zeros(0, dtype=np.int64)
         p_peer = remap[adjacency.peer] if len(remap) else np.zeros(0, dtype=np.int64)
@@ -83,6 +84,26 @@ class TraversalIndex:
                                          np.asarray(adjacency.direction, dtype=np.int8)])[order]
         self.indptr = np.concatenate([[0], np.cumsum(np.bincount(self.node, minlength=n))]).astype(np.int64)
         self._views: dict[tuple, View] = {}
+        self._view_lock = threading.Lock()
+
+    @cached_property
+    def code(self) -> dict[str, int]:
+        """Node code by encoded ref (built on first use: a query looks its few refs up by :meth:`codes_of`)."""
+        return dict(zip(self.refs.tolist(), range(len(self.refs))))
+
+    def codes_of(self, encoded: list[str]) -> list[int | None]:
+        """The codes of ``encoded`` refs, None for a ref not indexed: by bisection of the sorted refs, so a query
+        needs no dictionary of every ref (310k refs at 200k chunks: 0.07 s to build).
+
+        >>> import crux_nb
+        >>> kb = crux_nb.knowledge_base(id="guide")
+        >>> kb.add_text("guide", "Plan.")
+        >>> kb.reader.traversal_index.codes_of(["document:guide", "chunk:guide:c9", "chunk:guide:c0000"])
+        [1, None, 0]
+        """
+        at = np.searchsorted(self.refs, np.array(encoded, dtype=object)).tolist() if encoded else []
+        refs, n = self.refs, len(self.refs)
+        return [i if i < n and refs[i] == ref else None for i, ref in zip(at, encoded)]
 
     def view(self, types: frozenset[str] | None, direction: int | None, fan_out: int,
              hub_share: float | None = None) -> View:
@@ -91,37 +112,51 @@ class TraversalIndex:
         key = (types, direction, fan_out, hub_share)
         cached = self._views.get(key)
         if cached is None:
-            mask = np.ones(len(self.peer), dtype=bool)
-            if types is not None:
-                codes = [i for i, t in enumerate(self.type_names) if t in types]
-                mask &= np.isin(self.etype, np.asarray(codes, dtype=np.int32))
-            if direction is not None:
-                mask &= self.direction == direction
-            idx = np.flatnonzero(mask)
-            # specificity of a waypoint: 1 / distinct chunk neighbours (all of them, not only the first 64)
-            chunk_peer = self.kind[self.peer[idx]] == KIND_CHUNK
-            pairs = distinct_sorted(self.node[idx][chunk_peer] * len(self.refs) + self.peer[idx][chunk_peer])
-            df = np.bincount(pairs // max(len(self.refs), 1), minlength=len(self.refs)).astype(float)
-            spec = np.where(self.kind == KIND_CHUNK, 1.0, 1.0 / np.maximum(df, 1.0))
-            hubs = hub_mask(self.kind, df, len(self.chunk_code), hub_share)
-            if hubs.any():  # before the fan-out cut, so a chunk's other neighbours take the hub's places
-                idx = idx[~(hubs[self.node[idx]] | hubs[self.peer[idx]])]
-            owner = self.node[idx]
-            counts = np.bincount(owner, minlength=len(self.refs))
-            starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-            rank = np.arange(len(idx)) - starts[owner]
-            keep = idx[rank < fan_out]
-            kept = np.minimum(counts, fan_out)
-            peer, owner = self.peer[keep], self.node[keep]
-            entity = self.kind == KIND_ENTITY
-            cost = {"free": (~(entity[owner] | entity[peer])).astype(np.int8),
-                    "counted": (~(entity[peer] & ~entity[owner])).astype(np.int8)}
-            zero = {rule: np.bincount(owner[c == 0], minlength=len(self.refs)) > 0 for rule, c in cost.items()}
-            cached = self._views[key] = View(
-                indptr=np.concatenate([[0], np.cumsum(kept)]).astype(np.int64), peer=peer,
-                etype=self.etype[keep], truncated=counts >= fan_out, spec=spec, df=df, fan_out=fan_out,
-                owner=owner, cost=cost, zero_cost=zero, degree=kept.astype(np.int32), hubs=int(hubs.sum()))
+            with self._view_lock:  # a query asking while the background build (crux_nb.open) cuts it waits for it
+                cached = self._views.get(key)
+                if cached is None:
+                    cached = self._views[key] = self._cut(types, direction, fan_out, hub_share)
         return cached
+
+    def _cut(self, types: frozenset[str] | None, direction: int | None, fan_out: int,
+             hub_share: float | None) -> View:
+        """:meth:`view`'s build."""
+        mask = np.ones(len(self.peer), dtype=bool)
+        if types is not None:
+            codes = [i for i, t in enumerate(self.type_names) if t in types]
+            mask &= np.isin(self.etype, np.asarray(codes, dtype=np.int32))
+        if direction is not None:
+            mask &= self.direction == direction
+        idx = np.flatnonzero(mask)
+        # every entry (the default view): the arrays themselves, no copies of them (2.8M entries at 200k chunks)
+        every = len(idx) == len(self.peer)
+        node, peer = (self.node, self.peer) if every else (self.node[idx], self.peer[idx])
+        # specificity of a waypoint: 1 / distinct chunk neighbours (all of them, not only the first 64)
+        chunk_peer = self.kind[peer] == KIND_CHUNK
+        pairs = distinct_sorted(node[chunk_peer] * len(self.refs) + peer[chunk_peer], runs=True)
+        df = np.bincount(pairs // max(len(self.refs), 1), minlength=len(self.refs)).astype(float)
+        spec = np.where(self.kind == KIND_CHUNK, 1.0, 1.0 / np.maximum(df, 1.0))
+        hubs = hub_mask(self.kind, df, len(self.chunk_code), hub_share)
+        if hubs.any():  # before the fan-out cut, so a chunk's other neighbours take the hub's places
+            idx = idx[~(hubs[node] | hubs[peer])]
+            every = False
+        owner = node if every else self.node[idx]
+        counts = np.bincount(owner, minlength=len(self.refs))
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        rank = np.arange(len(idx)) - starts[owner]
+        keep = idx[rank < fan_out]
+        kept = np.minimum(counts, fan_out)
+        if every and len(keep) == len(self.peer):  # nothing cut: the view reads the index's own arrays
+            keep = slice(None)
+        peer, owner = self.peer[keep], self.node[keep]
+        entity = self.kind == KIND_ENTITY
+        cost = {"free": (~(entity[owner] | entity[peer])).astype(np.int8),
+                "counted": (~(entity[peer] & ~entity[owner])).astype(np.int8)}
+        zero = {rule: np.bincount(owner[c == 0], minlength=len(self.refs)) > 0 for rule, c in cost.items()}
+        return View(
+            indptr=np.concatenate([[0], np.cumsum(kept)]).astype(np.int64), peer=peer,
+            etype=self.etype[keep], truncated=counts >= fan_out, spec=spec, df=df, fan_out=fan_out,
+            owner=owner, cost=cost, zero_cost=zero, degree=kept.astype(np.int32), hubs=int(hubs.sum()))
 
 
 def _sorted_unique(refs: np.ndarray) -> np.ndarray:
@@ -152,16 +187,23 @@ class View:
     degree: np.ndarray = None  # entries per row
     hubs: int = 0  # hub entities whose entries were left out (hub_share)
     _lazy: dict = field(default_factory=dict, repr=False, compare=False)
+    _lock: Any = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def transposed(self) -> tuple[np.ndarray, np.ndarray]:
         """(indptr over peers, entry ids): each node's incoming entries, ascending entry id (read order)."""
         cached = self._lazy.get("transposed")
         if cached is None:
-            e = len(self.peer)  # unique keys (peer, entry id): a plain sort is stable and ~4x faster than argsort's
-            order = np.sort(self.peer * e + np.arange(e)) % e if e else np.zeros(0, dtype=np.int64)
-            counts = np.bincount(self.peer, minlength=len(self.truncated))
-            cached = self._lazy["transposed"] = (np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), order)
+            with self._lock:  # one build when the background build and a query ask together
+                cached = self._lazy.get("transposed")
+                if cached is None:
+                    cached = self._lazy["transposed"] = self._transpose()
         return cached
+
+    def _transpose(self) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`transposed`'s build."""
+        order = stable_order(self.peer, len(self.truncated))
+        counts = np.bincount(self.peer, minlength=len(self.truncated))
+        return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), order
 
     def hops(self, rule: str) -> np.ndarray:
         """Per entry ``peer << 1 | hop cost`` under entity-hop ``rule``: what the compiled traversal reads, one word
@@ -200,16 +242,35 @@ def _with_prefix(refs: np.ndarray, name: str) -> np.ndarray:
     return np.concatenate([exact[refs[exact] == name], np.arange(bounds[1], bounds[2])]).astype(np.int64)
 
 
+@dataclass(frozen=True)
+class Coded:
+    """The traversal index's node numbering: its sorted refs, the codes of :func:`structural_refs` by name, and
+    each adjacency node's code (by adjacency code)."""
+    refs: np.ndarray
+    structural: dict
+    adjacency: np.ndarray
+
+
+def _looked_up(state, adjacency) -> Coded:
+    """:class:`Coded` for an adjacency built on its own (kept from an earlier state): the union of refs sorted,
+    every other ref looked up in it."""
+    named = structural_refs(state.parents, state.chunks, state.documents)
+    refs = _sorted_unique(np.concatenate([np.asarray(adjacency.ref_array, dtype=object),
+                                          *(np.asarray(named[k], dtype=object) for k in ("chunk", "parent", "document"))]))
+    lookup = _lookup(refs)
+    return Coded(refs, {k: lookup(v) for k, v in named.items()}, lookup(adjacency.ref_array))
+
+
 def _lookup(refs: np.ndarray):
     """Encoded refs -> their codes in the sorted ``refs`` (-1 when absent), by hash, not a dict per ref."""
     index = pd.Index(refs, dtype=object)
     return lambda values: index.get_indexer(np.asarray(values, dtype=object)).astype(np.int64)
 
 
-def _sorted_structure(parents, chunks, docs, lookup, n: int) -> tuple[np.ndarray, ...]:
+def _sorted_structure(parents, chunks, docs, codes: dict, n: int) -> tuple[np.ndarray, ...]:
     """The structural entries (node, peer, type, direction), each node's in ``neighbors()`` order: ``project``'s
     tuples sorted, i.e. by (ordinal, peer ref, type name, direction name). Codes of the sorted refs compare as the
     refs do; ``hierarchy`` < ``sequence`` as the type codes 0 < 1; ``in`` < ``out`` reverses direction codes."""
-    node, peer, etype, direction, ordinal = structural_entries(parents, chunks, docs, lookup, n)
+    node, peer, etype, direction, ordinal = structural_entries(parents, chunks, docs, codes, n)
     order = np.lexsort((-direction, etype, peer, ordinal, node))
     return node[order], peer[order], etype[order], direction[order]

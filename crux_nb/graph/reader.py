@@ -111,9 +111,20 @@ class GraphReader:
         >>> index.refs.tolist()
         ['chunk:guide:c0000', 'chunk:guide:c0001', 'document:guide']
         """
-        from .frontier import TraversalIndex
+        return self._once("traversal", self._build_traversal)
 
-        return self._once("traversal", lambda: TraversalIndex(self._state, self._adjacency))
+    def _build_traversal(self):
+        from .build import build_with_adjacency
+        from .frontier_index import TraversalIndex
+
+        state = self._state
+        depends = (state.edges, state.edge_evidence)
+        adjacency = self._built.get("adjacency") or state.built("graph-adjacency", depends=depends)
+        if adjacency is not None:  # built already (here, or kept from an earlier state: add_text)
+            return TraversalIndex(state, adjacency)
+        index, adjacency = build_with_adjacency(state)  # both from one factorisation of the refs
+        self._once("adjacency", lambda: state.cached("graph-adjacency", lambda: adjacency, depends=depends))
+        return index
 
     def _once(self, name: str, build: Any) -> Any:
         """The index ``name``, built by ``build`` once per reader: a caller that arrives while another thread

@@ -10,7 +10,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-__all__ = ["derived"]
+__all__ = ["derived", "kept"]
 
 _KEPT = "derived-from-frames"  # KBState.shared key: cache key -> (weak references to the frames, value)
 
@@ -28,9 +28,18 @@ def derived(shared: dict, key: Any, build: Any, depends: tuple) -> Any:
     >>> derived(shared, "k", lambda: 3, (frame.copy(),))  # another frame: built again
     3
     """
-    kept = shared.setdefault(_KEPT, {}).get(key)
-    if kept is not None and len(kept[0]) == len(depends) and all(r() is f for r, f in zip(kept[0], depends)):
-        return kept[1]
+    found = kept(shared, key, depends)
+    if found is not None:
+        return found
     value = build()
-    shared[_KEPT][key] = (tuple(weakref.ref(frame) for frame in depends), value)
+    shared.setdefault(_KEPT, {})[key] = (tuple(weakref.ref(frame) for frame in depends), value)
     return value
+
+
+def kept(shared: dict, key: Any, depends: tuple) -> Any:
+    """What :func:`derived` would take for ``key`` and the frames ``depends`` without building: the value kept
+    when it was built from these very frames, else None."""
+    found = shared.get(_KEPT, {}).get(key)
+    if found is not None and len(found[0]) == len(depends) and all(r() is f for r, f in zip(found[0], depends)):
+        return found[1]
+    return None

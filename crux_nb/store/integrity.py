@@ -74,8 +74,8 @@ def check_tables(root: Path, generation: str, manifest: dict, state: Any) -> Non
         ends = pa.chunked_array(_arrow(edges["from_ref"]).chunks + _arrow(edges["to_ref"]).chunks,
                                 type=pa.large_string())
         entity = pc.fill_null(pc.starts_with(ends, "entity:"), False)  # a missing end is checked, and fails
-        outside = pc.invert(pc.or_(entity, _member(ends, chunks)))
-        ends = pc.unique(pc.filter(ends, outside)).to_pylist()
+        ends = pc.filter(ends, pc.invert(entity))  # hashed against the chunks: only the ends not named entities
+        ends = pc.unique(pc.filter(ends, pc.invert(_member(ends, chunks)))).to_pylist()
         if ends:  # few: documents and sections named as edge ends
             existing = ({encode_ref(DocumentRef(s)) for s in state.documents["source_id"].tolist()}
                         | {encode_ref(ParentRef(s, p)) for s, p in zip(state.parents["source_id"].tolist(),

@@ -22,7 +22,7 @@ from ..errors import CruxError
 from ..refs import DocumentRef, ParentRef, as_ref, decode_ref, encode_ref
 from ..schema import SCHEMAS, coerce, empty_frame, require_columns
 from .chunking import source_rows
-from .derived import derived
+from .derived import derived, kept
 from .ingest import SourceSpec
 from .rows import DIRECTIONS, STRUCTURAL_TYPES, edge_rows, entity_rows  # noqa: F401 (re-exported)
 from .edge_ids import id_keys
@@ -87,6 +87,11 @@ class KBState:
                 if found is None:
                     found = self.cache[key] = derived(self.shared, key, build, depends) if depends else build()
         return found
+
+    def built(self, key: Any, *, depends: tuple = ()) -> Any:
+        """:meth:`cached`'s value for ``key`` (kept from these ``depends`` frames too) if built, else None."""
+        found = self.cache.get(key)
+        return found if found is not None or not depends else kept(self.shared, key, depends)
 
     @cached_property
     def lookup(self) -> Lookup:

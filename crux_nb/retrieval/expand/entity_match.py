@@ -57,9 +57,21 @@ class EntityNameIndex:
         self.code: dict[str, set[str]] = {}  # an identifier's surface, case kept -> entity ids
         types = entities["type"].tolist() if "type" in entities.columns else [None] * len(entities)
         # lists first: iterating Arrow-backed columns costs a Python call per value (~0.1 s on 50k entities)
-        for eid, name, aliases, kind in zip(entities["entity_id"].tolist(), entities["canonical_name"].tolist(),
-                                            entities["aliases"].tolist(), types):
-            for label in (name, *aliases):
+        ids, names, aliases = (entities[c].tolist() for c in ("entity_id", "canonical_name", "aliases"))
+        # most entities are one word-matched name: those in one pass (~0.15 s less at 100k entities)
+        simple = [not (a or kind in CODE_TYPES) for a, kind in zip(map(len, aliases), types)]
+        keys = [normalise_words(n) if ok and isinstance(n, str) else () for n, ok in zip(names, simple)]
+        for words, eid in zip(keys, ids):
+            if words:
+                found = self.names.get(words)
+                if found is None:
+                    self.names[words] = {eid}
+                else:
+                    found.add(eid)
+        for eid, name, labels, kind, ok in zip(ids, names, aliases, types, simple):
+            if ok:
+                continue
+            for label in (name, *labels):
                 if not isinstance(label, str):
                     continue
                 if kind in CODE_TYPES:

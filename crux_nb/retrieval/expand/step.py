@@ -213,7 +213,7 @@ class ExpandRelationsStep(Step):
         evidence = [h for h in hits if isinstance(h, EvidenceHit)]
         seeds = self._seeds(evidence, context)
         index = binding.reader.traversal_index
-        seed_codes = [index.code.get(encode_ref(s)) for s in seeds]
+        seed_codes = index.codes_of([encode_ref(s) for s in seeds])
         view = index.view(*self.view_key())
         relevance = self.ranking == "relevance"
         weights = 1.0 / (np.arange(len(seeds)) + 1.0) if relevance else None
@@ -224,7 +224,7 @@ class ExpandRelationsStep(Step):
         weight = self.weight_for(context.state) if relevance else None
         # the hits' own codes: the first seeds when the hits seed, else looked up here (the tail must skip them)
         hit_codes = seed_codes[:len(evidence)] if "hits" in self.seeds else \
-            [index.code.get(encode_ref(ChunkRef(h.source.id, h.chunk_id))) for h in evidence]
+            index.codes_of([encode_ref(ChunkRef(h.source.id, h.chunk_id)) for h in evidence])
         pool = self._rank(index, found, context, hit_codes, weight) if relevance else upstream_pool(found)
         added, records, filled, skipped = self._hydrate(binding, index, view, found, pool, evidence)
         has_relevance = callable(context.extras.get(RELEVANCE_KEY)) if isinstance(context.extras, dict) else False
