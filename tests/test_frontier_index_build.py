@@ -198,11 +198,13 @@ def test_adjacency_entries_are_in_upstream_order(seed):
                           "from_ref": [nodes[int(rng.integers(len(nodes)))] for _ in range(n)],
                           "to_ref": [nodes[int(rng.integers(len(nodes)))] for _ in range(n)],
                           "type": [["mentions", "b", "zz"][int(rng.integers(3))] for _ in range(n)],
-                          "direction": [symmetric[int(rng.integers(len(symmetric)))] for _ in range(n)]}).astype("str")
+                          "direction": [symmetric[int(rng.integers(len(symmetric)))] for _ in range(n)]})
+    edges = edges.astype("str")
     adjacency = AdjacencyIndex(edges, None)
     entries = []
     for row, (a, b, t, d) in enumerate(zip(edges["from_ref"], edges["to_ref"], edges["type"], edges["direction"])):
-        entries += [(a, b, t, row, 0), (b, a, t, row, 1)] + ([(b, a, t, row, 0), (a, b, t, row, 1)] if d == "symmetric" else [])
+        entries += [(a, b, t, row, 0), (b, a, t, row, 1)]
+        entries += [(b, a, t, row, 0), (a, b, t, row, 1)] if d == "symmetric" else []
     entries.sort()
     refs = adjacency.refs
     got = [(refs[node], refs[p], adjacency.type_names[t], r, d) for node in range(len(refs))

@@ -51,8 +51,8 @@ class TraversalIndex:
 
     def __init__(self, state, adjacency, *, coded: "Coded | None" = None):
         """From ``adjacency`` (the graph's :class:`~crux_nb.graph.adjacency.AdjacencyIndex`) and ``state``'s
-        chunks, sections and documents, their refs numbered by ``coded`` (:func:`~crux_nb.graph.build.build_with_adjacency`'s, from
-        the same factorisation as the adjacency) or else looked up here."""
+        chunks, sections and documents, their refs numbered by ``coded`` (from the factorisation the adjacency was
+        built from: :func:`~crux_nb.graph.build.build_with_adjacency`) or else looked up here."""
         chunks, parents, docs = state.chunks, state.parents, state.documents
         coded = coded if coded is not None else _looked_up(state, adjacency)
         refs = self.refs = coded.refs
@@ -255,8 +255,8 @@ def _looked_up(state, adjacency) -> Coded:
     """:class:`Coded` for an adjacency built on its own (kept from an earlier state): the union of refs sorted,
     every other ref looked up in it."""
     named = structural_refs(state.parents, state.chunks, state.documents)
-    refs = _sorted_unique(np.concatenate([np.asarray(adjacency.ref_array, dtype=object),
-                                          *(np.asarray(named[k], dtype=object) for k in ("chunk", "parent", "document"))]))
+    members = (np.asarray(named[k], dtype=object) for k in ("chunk", "parent", "document"))
+    refs = _sorted_unique(np.concatenate([np.asarray(adjacency.ref_array, dtype=object), *members]))
     lookup = _lookup(refs)
     return Coded(refs, {k: lookup(v) for k, v in named.items()}, lookup(adjacency.ref_array))
 
