@@ -11,8 +11,7 @@ import pyarrow as pa
 
 from .knowledgebase import KnowledgeBase
 from .store import persist
-from .retrieval.expand.prepare import prepare_expansion
-from .retrieval.expand.step import expand_relations
+from .retrieval.expand.prepare import prepare_expansion, prepare_traversal
 from .retrieval.retriever.lexical_store import NAME as LEXICAL, install_lexical
 from .store.integrity import check_manifest_kb, check_tables
 
@@ -93,7 +92,7 @@ def warm(kb: KnowledgeBase, *, installed: threading.Event | None = None) -> thre
 
     def build() -> None:
         try:
-            reader.traversal_index.view(*expand_relations().view_key()).transposed()  # no saved index needed
+            prepare_traversal(reader)  # reads no saved index
             if installed is not None:
                 installed.wait()
             prepare_expansion(reader, state)

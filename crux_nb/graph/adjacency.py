@@ -25,19 +25,15 @@ DIRECTION_NAMES = ("out", "in")
 class AdjacencyIndex:
     def __init__(self, edges: pd.DataFrame, evidence: pd.DataFrame, *,
                  coded: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None):
-        """``coded``: (refs, from codes, to codes), the edges' ends already numbered in the sorted ``refs`` (which
-        may hold other refs too: :func:`~crux_nb.graph.build.build_with_adjacency`)."""
+        """``coded``: (refs, from codes, to codes), what the factorisation below gives, made by the caller
+        (:func:`~crux_nb.graph.build.build_with_adjacency`): the edges' distinct ends sorted, and their codes."""
         n_edges = len(edges)
         if coded is None:
             ends = pd.concat([edges["from_ref"], edges["to_ref"]], ignore_index=True)
             codes, uniques = pd.factorize(ends, sort=True)
             src, dst = codes[:n_edges], codes[n_edges:]
-        else:  # the refs the edges name, renumbered in the same order: what the factorisation above gives
-            refs, src, dst = coded
-            used = np.flatnonzero(np.bincount(np.concatenate([src, dst]), minlength=len(refs)))
-            compact = np.zeros(len(refs), dtype=np.int64)
-            compact[used] = np.arange(len(used))
-            src, dst, uniques = compact[src], compact[dst], refs[used]
+        else:
+            uniques, src, dst = coded
         type_codes, self.type_names = pd.factorize(edges["type"], sort=True)
         self.type_names = list(self.type_names)
         sym = (edges["direction"] == "symmetric").to_numpy()

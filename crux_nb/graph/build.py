@@ -24,6 +24,9 @@ def build_with_adjacency(state) -> tuple[TraversalIndex, AdjacencyIndex]:
         [edges["from_ref"], edges["to_ref"], *(named[k] for k in members)],
         [v for k, v in named.items() if k not in members])
     structural = dict(zip(members, member_codes)) | dict(zip([k for k in named if k not in members], lookup_codes))
-    adjacency = AdjacencyIndex(edges, state.edge_evidence, coded=(refs, src, dst))
+    # the refs the edges name, renumbered in the same order (what factorising the ends alone gives)
     used = np.flatnonzero(np.bincount(np.concatenate([src, dst]), minlength=len(refs)))  # adjacency code -> code
+    compact = np.zeros(len(refs), dtype=np.int64)
+    compact[used] = np.arange(len(used))
+    adjacency = AdjacencyIndex(edges, state.edge_evidence, coded=(refs[used], compact[src], compact[dst]))
     return TraversalIndex(state, adjacency, coded=Coded(refs, structural, used)), adjacency

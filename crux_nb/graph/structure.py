@@ -8,7 +8,6 @@ along ``sequence`` to the next and previous chunk of the whole source.
 
 from __future__ import annotations
 
-
 import numpy as np
 import pandas as pd
 

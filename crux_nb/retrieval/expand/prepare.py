@@ -14,7 +14,7 @@ from .entity_match import entity_name_index
 from .step import ExpandRelationsStep, expand_relations
 from .titles import source_names
 
-__all__ = ["prepare_expansion"]
+__all__ = ["prepare_expansion", "prepare_traversal"]
 
 
 def prepare_expansion(reader: Any, state: Any, step: ExpandRelationsStep | None = None) -> None:
@@ -29,9 +29,16 @@ def prepare_expansion(reader: Any, state: Any, step: ExpandRelationsStep | None 
     True
     """
     step = step if step is not None else expand_relations()
-    view = reader.traversal_index.view(*step.view_key())
-    view.transposed()
+    prepare_traversal(reader, step)
     if "query" in step.seeds:
         entity_name_index(state)
     if step.ranking == "relevance" and step.titles:
         source_names(state)
+
+
+def prepare_traversal(reader: Any, step: ExpandRelationsStep | None = None) -> None:
+    """The part of :func:`prepare_expansion` that reads only the graph (no saved index): the traversal index, the
+    cut of it ``step`` reads and that cut's incoming lists (``crux_nb.open`` builds it while the saved lexical index
+    is installed)."""
+    step = step if step is not None else expand_relations()
+    reader.traversal_index.view(*step.view_key()).transposed()
