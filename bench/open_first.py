@@ -1,17 +1,19 @@
 """Benchmark: a fresh process's open + first query on one saved knowledge base, this checkout against a baseline
 commit, in alternating fresh processes (issue 35: < 3 s at 100k chunks / 500k edges and at 200k / 1M).
 
-Both sides open the same folder (the baseline must read its format), one side after the other, ``--rounds``
+Both sides open the same knowledge base (the same folder, or with ``--baseline-folder`` the same content saved
+by the baseline's code, when the baseline cannot read this checkout's format), one side after the other, ``--rounds``
 times: on a shared machine the time of one process swings by a second or more (first-touched memory is dear on a
 virtual machine), so alternation and medians are what compare. Each process imports ``crux_nb`` first (not
 timed), then times ``crux_nb.open(path)`` and the first ``retrieve(limit=10)`` + ``expand_relations()``
 together, and reports its peak RSS and its user and system CPU. Without ``--folder`` a knowledge base is built
-and saved by this checkout first (``bench/store_cost.py``'s build: prose chunks, ``N/2`` entities, ``E``
+and saved first, by each side's code (``bench/store_cost.py``'s build: prose chunks, ``N/2`` entities, ``E``
 ``mentions`` edges).
 
 Usage::
 
     python -m bench.open_first --folder PATH [--rounds 7] [--baseline REF]  # from the repository's root
+    python -m bench.open_first --folder PATH --baseline-folder OLD --baseline REF  # OLD saved by REF's code
     python -m bench.open_first [--chunks 200000 --edges 1000000]   # builds one first (minutes)
     python -m bench.open_first --small                              # 10k / 50k, 2 rounds
 """
@@ -55,16 +57,17 @@ def step_open(folder: str) -> dict:
             "sys_s": after.ru_stime - usage.ru_stime, "peak_mb": after.ru_maxrss / 1024}
 
 
-def run(folder: str, baseline: str, rounds: int, out: Path, note: str) -> str:
+def run(folder: str, baseline: str, rounds: int, out: Path, note: str, baseline_folder: str | None = None) -> str:
     from bench._baseline import checkout, run_side
     from bench._common import load_average, write_summary, write_text
 
     baseline_name = f"code at {baseline}"
     sides = {baseline_name: checkout(baseline), OURS: ROOT}
     runs: dict[str, list[dict]] = {name: [] for name in sides}
+    folders = {baseline_name: baseline_folder or folder, OURS: folder}
     for i in range(rounds):  # alternated: a busy moment of the machine falls on both sides
         for name, code in sides.items():
-            runs[name].append(run_side(code, Path(__file__).resolve(), ["--step", folder]))
+            runs[name].append(run_side(code, Path(__file__).resolve(), ["--step", folders[name]]))
             print(f"[open_first] round {i + 1} {name}: {runs[name][-1]['open_first_s']:.2f} s", file=sys.stderr)
     med = {name: {key: statistics.median(r[key] for r in rs) for _, key, _ in MEASURES} for name, rs in runs.items()}
     lines = [f"# Open + first query, fresh processes alternated ({rounds} rounds)", "", note + " Shared 2-core "
@@ -94,6 +97,8 @@ def run(folder: str, baseline: str, rounds: int, out: Path, note: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--folder", help="a saved knowledge base (default: build one with --chunks / --edges)")
+    parser.add_argument("--baseline-folder", help="the same knowledge base saved by the baseline's code, for a "
+                                                  "baseline that cannot read this checkout's format (default: --folder)")
     parser.add_argument("--chunks", type=int, default=200_000)
     parser.add_argument("--edges", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=7)
@@ -106,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.step:
         print(json.dumps(step_open(args.step)))
         return 0
-    from bench._baseline import BEFORE_SHARED_FACTORISATION
+    from bench._baseline import BEFORE_SHARED_FACTORISATION, checkout, run_side
     from bench._common import OUT_DIR
     from bench.store_cost import step_build
 
@@ -115,14 +120,22 @@ def main(argv: list[str] | None = None) -> int:
     work = None
     folder = args.folder
     try:
+        baseline, baseline_folder = args.baseline or BEFORE_SHARED_FACTORISATION, args.baseline_folder
         if folder is None:
             work = Path(tempfile.mkdtemp(prefix="open-first-"))
             folder = str(work / "kb")
             built = step_build(folder, chunks, edges)
-            note = f"{built['chunks']:,} chunks, {built['edges']:,} edges, built and saved by this checkout."
+            note = (f"{built['chunks']:,} chunks, {built['edges']:,} edges, built and saved by this checkout, and "
+                    "by the baseline's code for the baseline (an older crux_nb may not read this one's format).")
+            baseline_folder = str(work / "baseline-kb")
+            code = checkout(baseline)
+            run_side(code, ROOT / "bench" / "store_cost.py", ["--step", "build", baseline_folder, str(chunks),
+                                                              str(edges)], env={"PYTHONPATH": f"{code}:{ROOT}"})
         else:
             note = f"The knowledge base at {folder}."
-        print(run(folder, args.baseline or BEFORE_SHARED_FACTORISATION, rounds, out, note))
+            if baseline_folder:
+                note += f" The baseline opens the same knowledge base saved by its own code at {baseline_folder}."
+        print(run(folder, baseline, rounds, out, note, baseline_folder))
     finally:
         if work is not None:
             shutil.rmtree(work, ignore_errors=True)

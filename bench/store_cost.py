@@ -3,8 +3,7 @@
 Workload: ``N`` chunks of real prose (the Christmas Carol and sample passages, packed as in ``bench/scale.py``:
 20 chunks per source), ``N/2`` named entities and ``E`` ``mentions`` edges from random chunks to random
 entities (one evidence chunk each, built as ``kb.add_edges`` builds them: ``bench/neighbors.py``). Each code
-XX
-process of its own, on a folder it saved itself:
+version (this checkout, the baseline) runs every step in a fresh process of its own, on a folder it saved itself:
 
 * **build**: build the knowledge base and save it (full save: bytes written, from ``/proc/self/io``'s
   ``wchar``: every byte passed to ``write``);
@@ -12,9 +11,13 @@ process of its own, on a folder it saved itself:
   timed together, with the process's peak RSS; then 30 queries at once (p50, p95: the compiled traversal
   still loading in the background), a wait until it is ready, and 30 warm queries (p50, p95);
 * **edit**: open, ``kb.add_text`` of one small source, ``kb.save``: the bytes that save wrote, as a share of
-  the full save's; then the first query on the edited knowledge base (what the edit made it build again).
+  the full save's; then the first query on the edited knowledge base (what the edit made it build again); then
+  one more source of 20 chunks with 100 ``mentions`` edges to known entities (what extraction brings) and a
+  save, then one source of the middle removed with its edges and a save: their bytes as shares of the full
+  save's.
 
-Targets (issue 35, at 100k / 500k): the save after one small source writes < 5% of a full save's bytes;
+Targets (issue 35, at 100k / 500k): a save after one small source (with or without edges) writes < 5% of a
+full save's bytes;
 open + first query < 3 s; warm query p95 < 20 ms; one small ``add_text`` < 1 s.
 
 Usage::
@@ -136,8 +139,28 @@ def step_edit(folder: str) -> dict:
     written = _wchar() - before
     t0 = time.perf_counter()
     _recipe(kb).retrieve(QUERIES[0])
-    return {"add_text_s": added, "edit_save_s": saved, "edit_save_bytes": written,
-            "edit_query_s": time.perf_counter() - t0}
+    queried = time.perf_counter() - t0
+    # then a source with edges, as extraction brings them: 5 `mentions` from each of its chunks to known entities
+    import pandas as pd
+
+    kb.add_text("zz-late-graph.md", "\n\n".join(f"Scrooge kept note {i} about the counting-house." for i in range(20)),
+                chunk_size=60)
+    chunks = kb.chunks.loc[kb.chunks["source_id"] == "zz-late-graph.md", "ref"].tolist()
+    rng = random.Random(35)
+    pairs = [(c, e) for c in chunks for e in rng.sample(kb.entities["ref"].tolist(), 5)]
+    kb.add_edges(pd.DataFrame({"from_ref": [c for c, _ in pairs], "to_ref": [e for _, e in pairs],
+                               "type": "mentions", "evidence": [[c] for c, _ in pairs]}))
+    before = _wchar()
+    t0 = time.perf_counter()
+    kb.save(folder)
+    out = {"add_text_s": added, "edit_save_s": saved, "edit_save_bytes": written, "edit_query_s": queried,
+           "graph_edges": len(pairs), "graph_save_s": time.perf_counter() - t0, "graph_save_bytes": _wchar() - before}
+    # and one source of the middle removed, with its edges (about E / (N / 20) of them)
+    kb.remove(kb.documents["source_id"].iloc[len(kb.documents) // 2])
+    before = _wchar()
+    t0 = time.perf_counter()
+    kb.save(folder)
+    return {**out, "remove_save_s": time.perf_counter() - t0, "remove_save_bytes": _wchar() - before}
 
 
 def _child(code: Path, step: str, *args: str) -> dict:
@@ -165,7 +188,13 @@ MEASURES = [("full save (s)", "save_s", "{:.2f}", None), ("full save written (MB
             ("save after it (s)", "edit_save_s", "{:.2f}", None),
             ("save after it, written (MB)", "edit_save_bytes", "mb", None),
             ("  as a share of a full save", "edit_share", "pct", 0.05),
-            ("first query after it (s)", "edit_query_s", "{:.2f}", None)]
+            ("first query after it (s)", "edit_query_s", "{:.2f}", None),
+            ("then one source with 100 edges: save (s)", "graph_save_s", "{:.2f}", None),
+            ("  written (MB)", "graph_save_bytes", "mb", None),
+            ("  as a share of a full save", "graph_share", "pct", 0.05),
+            ("then one source of the middle removed, with its edges: save (s)", "remove_save_s", "{:.2f}", None),
+            ("  written (MB)", "remove_save_bytes", "mb", None),
+            ("  as a share of a full save", "remove_share", "pct", 0.05)]
 
 
 def _summary(results: dict[str, dict], baseline_name: str) -> list[dict]:
@@ -174,7 +203,11 @@ def _summary(results: dict[str, dict], baseline_name: str) -> list[dict]:
     rows = []  # bytes are reported in MB, as in the table
     for name, key, fmt, target in MEASURES:
         scale = 1e-6 if fmt == "mb" else 1
-        measure = "save after one small source, share of a full save's bytes" if key == "edit_share" else name
+        measure = {"edit_share": "save after one small source, share of a full save's bytes",
+                   "graph_share": "save after one small source with 100 edges, share of a full save's bytes",
+                   "graph_save_bytes": "save after one small source with 100 edges, written (MB)",
+                   "remove_share": "save after removing one source with its edges, share of a full save's bytes",
+                   "remove_save_bytes": "save after removing one source with its edges, written (MB)"}.get(key, name)
         row = {"measure": f"{measure}, {first[0]:,} chunks / {first[1]:,} edges", "ours": ours[key] * scale,
                "baseline": None if theirs[key] is None else theirs[key] * scale, "baseline_name": baseline_name}
         if target is not None:
@@ -199,6 +232,8 @@ def run(n_chunks: int, n_edges: int, baseline: str, out: Path, small: bool = Fal
             res.update(_child(code, "open", folder))
             res.update(_child(code, "edit", folder))
             res["edit_share"] = res["edit_save_bytes"] / res["save_bytes"]
+            res["graph_share"] = res["graph_save_bytes"] / res["save_bytes"]
+            res["remove_share"] = res["remove_save_bytes"] / res["save_bytes"]
             results[label] = res
             print(f"[store_cost] {label}: {json.dumps(res)}", file=sys.stderr, flush=True)
     finally:

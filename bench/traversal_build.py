@@ -2,7 +2,8 @@
 reader's first traversal), this checkout against the code before it was built in bulk, in one run on one knowledge base (issue 35,
 compute part).
 
-Workload: ``bench/store_cost.py``'s, built and saved once: ``N`` chunks of real prose (20 per source), ``N/2``
+Workload: ``bench/store_cost.py``'s, built and saved once by each side's code (an older crux_nb may not read
+this one's format): ``N`` chunks of real prose (20 per source), ``N/2``
 entities and ``E`` ``mentions`` edges from random chunks to random entities. Each side runs in its own
 subprocess (``crux_nb`` from this checkout, or from the earlier tree unpacked by ``bench/_baseline.py``) and, per
 repeat, opens the folder afresh, reads one neighbour list (the adjacency index, timed), then times
@@ -75,14 +76,18 @@ def run(n_chunks: int, n_edges: int, repeats: int, baseline: str, out: Path, sma
     from bench._common import load_average, markdown_table, write_summary, write_text
 
     old_code, baseline_name = checkout(baseline), f"code before the bulk build ({baseline})"
-    with tempfile.TemporaryDirectory() as folder:
-        built = store_cost.step_build(folder, n_chunks, n_edges)
+    with tempfile.TemporaryDirectory() as work:
+        # each side opens the knowledge base saved by its own code: an older crux_nb may not read this one's format
+        folders = {"this": f"{work}/this", "before": f"{work}/before"}
+        built = store_cost.step_build(folders["this"], n_chunks, n_edges)
+        run_side(old_code, ROOT / "bench" / "store_cost.py", ["--step", "build", folders["before"], str(n_chunks),
+                                                              str(n_edges)], env={"PYTHONPATH": f"{old_code}:{ROOT}"})
         sides = {"this": ROOT, "before": old_code}
-        build = {k: run_side(code, Path(__file__), ["--side", "build", folder, str(repeats)])
+        build = {k: run_side(code, Path(__file__), ["--side", "build", folders[k], str(repeats)])
                  for k, code in sides.items()}
         first = {k: [] for k in sides}
         for k, code in list(sides.items()) * 2:  # alternated, best of two: a fresh process each
-            first[k].append(run_side(code, Path(__file__), ["--side", "first", folder])["first"])
+            first[k].append(run_side(code, Path(__file__), ["--side", "first", folders[k]])["first"])
         first = {k: min(v) for k, v in first.items()}
     ours, theirs = build["this"], build["before"]
     assert ours["digest"] == theirs["digest"], "the traversal index arrays differ from the code before"

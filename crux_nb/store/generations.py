@@ -23,8 +23,9 @@ from ..errors import NotFoundError, StorageError
 __all__ = ["Base", "READ_VERSIONS", "history", "current_pointer", "read_base", "inside", "fsync_dir"]
 
 FORMAT = "crux_nb"
-#: The ``format_version`` values this crux_nb reads (1: one Parquet file per table; 2: one dataset per table).
-READ_VERSIONS = (1, 2)
+#: The ``format_version`` values this crux_nb reads (1: one Parquet file per table; 2: one dataset per table; 3: edges
+#: and their evidence in evidence order, :mod:`crux_nb.store.edge_order`).
+READ_VERSIONS = (1, 2, 3)
 GEN = re.compile(r"^g(\d{6,})$")
 RESTORE = ("the saved folder was changed outside crux_nb; restore it from a backup "
            "(kb.save keeps the previous generation: crux_nb.history(path) lists what is kept).")

@@ -23,9 +23,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,17 +43,17 @@ from .save_checks import check_save_options, check_target
 from .lease import Lease
 from .lexical import settings_record
 from .indexes import read_indexes, write_indexes
+from .edge_order import arranger, saved_frame
 from .parts import PartPool, fsync_dir, link_unchanged, part_pool, remember, write_table
-from .reading import ChecksumMismatch, decode_json, join_parts, read_part
+from .reading import ChecksumMismatch, decode_json, join_parts, listed_files as _listed_files, read_part
 from .reading import read_bytes as _read_bytes  # a module name: tests patch persist._read_bytes
 from .state import KBState
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 #: Generations kept by default (``kb.save(path, keep=N)`` changes it for the folder).
 KEEP_GENERATIONS = 2
 _OPEN_ATTEMPTS = 5
 PARTITION_ROWS = 100_000
-_PART = re.compile(r"^part-\d{5}\.parquet$")
 #: Tables added after format 2 was first written: a generation saved before them opens with them empty.
 LATER_TABLES = frozenset({"embeddings"})
 
@@ -170,8 +170,7 @@ def _write_generation(kb: Any, state: KBState, tmp: Path, generation: str, parti
     for table in SCHEMAS:
         frame = state.frame(table)  # the same frame object as at the last save or open: its parts, linked
         tables[table] = link_unchanged(tmp / table, state.shared, table, frame, partition_rows=partition_rows,
-                                       pool=pool) or _write_table(tmp / table, _to_storable(frame, table),
-                                                                  partition_rows, pool)
+                                       pool=pool) or _write_saved(tmp / table, table, frame, state, partition_rows, pool)
         remember(state.shared, table, frame, tables[table])
         lease.heartbeat()
     manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "generation": generation,
@@ -224,9 +223,15 @@ def _kept_setting(root: Path) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else KEEP_GENERATIONS
 
 
+def _write_saved(folder: Path, table: str, frame: pd.DataFrame, state: KBState, partition_rows: int, pool) -> dict:
+    """One table of the state, edges in evidence order (:mod:`crux_nb.store.edge_order`)."""
+    rows, order = saved_frame(table, frame, state.edge_evidence)
+    entry = _write_table(folder, _to_storable(rows, table), partition_rows, pool)
+    return entry if order is None else {**entry, "order": order}
+
+
 def _write_table(folder: Path, frame: pd.DataFrame, partition_rows: int, pool: PartPool | None = None) -> dict:
-    """The table's part files (:func:`crux_nb.store.parts.write_table`: cut by content, at most
-    ``partition_rows`` rows each, parts an earlier kept generation has already linked instead of written)."""
+    """The table's part files (:func:`crux_nb.store.parts.write_table`: cut by content, kept parts linked)."""
     return write_table(folder, frame, partition_rows=partition_rows, pool=pool)
 
 
@@ -307,9 +312,13 @@ def _read_generation(root: Path, generation: str, *, verify: bool) -> tuple[dict
         raise StorageError(f"the manifest of generation {generation} of {str(root)!r} is corrupted.",
                            hint=RESTORE) from None
     check_version(root, manifest.get("format_version"), f"the manifest of generation {generation}")
-    frames = {table: empty_frame(table) if table in LATER_TABLES and table not in tables
-              else _read_table(root, folder, generation, table, tables.get(table), verify=verify)
-              for table in SCHEMAS}
+    def read(table: str) -> pd.DataFrame:
+        return empty_frame(table) if table in LATER_TABLES and table not in tables \
+            else _read_table(root, folder, generation, table, tables.get(table), verify=verify)
+
+    with ThreadPoolExecutor(1) as pool:  # the edge tables (sorted back as they are read) beside the rest: a core each
+        edge_tables = {table: pool.submit(read, table) for table in ("edges", "edge_evidence")}
+        frames = {table: edge_tables[table].result() if table in edge_tables else read(table) for table in SCHEMAS}
     state = KBState(**frames)
     for table, frame in frames.items():  # a save of an unchanged table links these parts (crux_nb.store.parts)
         remember(state.shared, table, frame, tables.get(table))
@@ -332,16 +341,17 @@ def table_paths(path: str | os.PathLike) -> dict[str, Path]:
 
 
 def _read_table(root: Path, folder: Path, generation: str, table: str, entry: Any, *, verify: bool) -> pd.DataFrame:
-    frame = _read_parts(root, folder, generation, table, entry, verify=verify, what=f"table {table!r}")
-    try:
-        return _from_storable(frame, table)
+    try:  # arrange: the rows back in memory order (crux_nb.store.edge_order); unknown orders are a ValueError
+        arrange = arranger(table, entry)
+        return _from_storable(_read_parts(root, folder, generation, table, entry, verify=verify,
+                                          what=f"table {table!r}", arrange=arrange), table)
     except (ValueError, TypeError, KeyError, RecursionError) as exc:  # JSON text damaged (verify=False)
         raise StorageError(f"table {table!r} of generation {generation} in {str(root)!r} does not match its schema: "
                            f"{exc}.", hint=RESTORE) from None
 
 
-def _read_parts(root: Path, folder: Path, generation: str, table: str, entry: Any, *, verify: bool,
-                what: str) -> pd.DataFrame:
+def _read_parts(root: Path, folder: Path, generation: str, table: str, entry: Any, *, verify: bool, what: str,
+                arrange: Any = None) -> pd.DataFrame:
     """The part files of one dataset, checked against the manifest (names, SHA-256 with ``verify``, rows)."""
     where = f"{what} of generation {generation} in {str(root)!r}"
     files = _listed_files(folder, table, entry, where)
@@ -368,7 +378,7 @@ def _read_parts(root: Path, folder: Path, generation: str, table: str, entry: An
                                f"{part.get('rows')}.", hint=RESTORE)
         pieces.append(piece)
     try:
-        return join_parts(pieces)
+        return join_parts(pieces, arrange)
     except _UNREADABLE as exc:
         raise _unreadable(where, exc) from None
 
@@ -379,15 +389,3 @@ _UNREADABLE = (pa.ArrowException, OSError, ValueError, KeyError, TypeError, Inde
 
 def _unreadable(where: str, exc: BaseException) -> StorageError:
     return StorageError(f"{where} cannot be read as Parquet: {type(exc).__name__}.", hint=RESTORE)
-
-
-def _listed_files(folder: Path, table: str, entry: Any, where: str) -> list[tuple[Path, dict]]:
-    """The part files the manifest lists for ``table``; names are checked so a manifest cannot point elsewhere."""
-    if isinstance(entry, dict) and entry.get("file") == f"{table}.parquet":  # format 1: one file per table
-        return [(folder / entry["file"], entry)]
-    parts = entry.get("parts") if isinstance(entry, dict) and entry.get("folder") == table else None
-    if not isinstance(parts, list) or not parts or not all(
-            isinstance(p, dict) and isinstance(p.get("file"), str) and _PART.match(p["file"]) for p in parts):
-        raise StorageError(f"{where} is not listed in the manifest.",
-                           hint=RESTORE)
-    return [(folder / table / p["file"], p) for p in parts]

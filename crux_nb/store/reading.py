@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-__all__ = ["ChecksumMismatch", "read_bytes", "checked_bytes", "read_part", "join_parts", "decode_json"]
+from ..errors import StorageError
+from .generations import RESTORE
+
+__all__ = ["ChecksumMismatch", "PART_FILE", "listed_files", "read_bytes", "checked_bytes", "read_part", "join_parts",
+           "decode_json"]
+
+PART_FILE = re.compile(r"^part-\d{5}\.parquet$")
 
 
 class ChecksumMismatch(ValueError):
@@ -53,7 +60,8 @@ def read_part(data: bytes, sha256: Any, *, verify: bool = True) -> pa.Table:
     >>> read_part(data, None, verify=False).num_rows
     2
     """
-    return pq.read_table(pa.BufferReader(checked_bytes(data, sha256, verify=verify)))
+    # ParquetFile.read: half read_table's cost per part (no dataset set-up), which hundreds of parts add up
+    return pq.ParquetFile(pa.BufferReader(checked_bytes(data, sha256, verify=verify))).read()
 
 
 def checked_bytes(data: bytes, sha256: Any, *, verify: bool = True) -> bytes:
@@ -67,21 +75,26 @@ def checked_bytes(data: bytes, sha256: Any, *, verify: bool = True) -> bytes:
     return data
 
 
-def join_parts(pieces: list[pa.Table]) -> pd.DataFrame:
+def join_parts(pieces: list[pa.Table], arrange: Callable[[pa.Table], pa.Table] | None = None) -> pd.DataFrame:
     """One frame of a dataset's parts, in order (Arrow tables joined, then converted once; parts written by
-    different saves whose schemas Arrow cannot unify are converted one by one and concatenated by pandas).
+    different saves whose schemas Arrow cannot unify are converted one by one and concatenated by pandas);
+    ``arrange``, when given, reorders the joined rows before they are converted.
 
     >>> import pyarrow as pa
     >>> join_parts([pa.table({"n": [1]}), pa.table({"n": [2, 3]})])["n"].tolist()
     [1, 2, 3]
     """
     if len(pieces) == 1:
-        return pieces[0].to_pandas()
-    try:
-        joined = pa.concat_tables(pieces, promote_options="default")
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        return pd.concat([piece.to_pandas() for piece in pieces], ignore_index=True)
-    return joined.to_pandas()
+        joined = pieces[0]
+    else:
+        try:
+            joined = pa.concat_tables(pieces, promote_options="default")
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            frame = pd.concat([piece.to_pandas() for piece in pieces], ignore_index=True)
+            if arrange is None:
+                return frame
+            joined = pa.Table.from_pandas(frame, preserve_index=False)
+    return (joined if arrange is None else arrange(joined)).to_pandas()
 
 
 def decode_json(values: pd.Series, convert: Callable[[Any], Any]) -> pd.Series:
@@ -101,3 +114,14 @@ def decode_json(values: pd.Series, convert: Callable[[Any], Any]) -> pd.Series:
     for i, text in enumerate(uniques.tolist()):
         decoded[i] = convert(json.loads(text))  # one by one: numpy would unpack tuples into a second axis
     return pd.Series(decoded[codes], dtype="object", index=values.index)
+
+
+def listed_files(folder: Path, table: str, entry: Any, where: str) -> list[tuple[Path, dict]]:
+    """The part files the manifest lists for ``table``; names are checked so a manifest cannot point elsewhere."""
+    if isinstance(entry, dict) and entry.get("file") == f"{table}.parquet":  # format 1: one file per table
+        return [(folder / entry["file"], entry)]
+    parts = entry.get("parts") if isinstance(entry, dict) and entry.get("folder") == table else None
+    if not isinstance(parts, list) or not parts or not all(
+            isinstance(p, dict) and isinstance(p.get("file"), str) and PART_FILE.match(p["file"]) for p in parts):
+        raise StorageError(f"{where} is not listed in the manifest.", hint=RESTORE)
+    return [(folder / table / p["file"], p) for p in parts]

@@ -449,10 +449,10 @@ def paused_read(job: dict, result: dict) -> None:
     """Open with ``verify=True``, pausing inside the first Parquet read until the parent says "resume"."""
     import pyarrow.parquet as pq
 
-    original = pq.read_table
+    original = pq.ParquetFile.read  # what crux_nb.store.reading decodes every part with
     result["paused"] = False
 
-    def read_table(*args, **kwargs):
+    def read(*args, **kwargs):
         if not result["paused"]:
             result["paused"] = True
             _mark(job["paused"])
@@ -462,7 +462,7 @@ def paused_read(job: dict, result: dict) -> None:
                 result["resume_timed_out"] = True
         return original(*args, **kwargs)
 
-    pq.read_table = read_table
+    pq.ParquetFile.read = read
     try:
         kb = open_kb(job["path"], verify=True)
     except Exception as exc:  # noqa: BLE001 (the parent asserts on it)
