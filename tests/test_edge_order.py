@@ -3,6 +3,7 @@ share a few parts, and reading gives the in-memory order back exactly."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 
@@ -160,7 +161,6 @@ def test_a_format_2_generation_is_read_in_its_saved_order(tmp_path):
         for file in files:
             file.unlink()
         frame.to_parquet(folder / table / "part-00000.parquet", index=False)
-        import hashlib
         data = (folder / table / "part-00000.parquet").read_bytes()
         manifest["tables"][table]["parts"] = [{"file": "part-00000.parquet", "rows": len(frame), "bytes": len(data),
                                                "sha256": hashlib.sha256(data).hexdigest()}]
