@@ -169,3 +169,17 @@ def test_a_format_2_generation_is_read_in_its_saved_order(tmp_path):
     opened = crux_nb.open(root, verify=False)
     pd.testing.assert_frame_equal(opened.state.edges, kb.state.edges)
     assert np.array_equal(opened.edge_evidence["edge_id"], kb.edge_evidence["edge_id"])
+
+
+@pytest.mark.parametrize("table", ["edges", "edge_evidence"])
+def test_a_damaged_edge_part_read_on_the_second_thread_is_reported_as_such(tmp_path, table):
+    kb = _graph_kb(6)
+    root = tmp_path / "kb"
+    kb.save(root)
+    part = sorted((root / "generations" / "g000001" / table).iterdir())[0]
+    data = bytearray(part.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    part.write_bytes(bytes(data))
+    with pytest.raises(StorageError, match=f"table '{table}'.*checksum mismatch") as info:
+        crux_nb.open(root)
+    assert info.value.code == "checksum_mismatch"
