@@ -25,12 +25,12 @@ import pyarrow.compute as pc
 
 from .edge_ids import id_keys
 from .splice import ascending
+from .state import EVIDENCE_KEY, text_order
 
-__all__ = ["ORDER", "EVIDENCE_KEY", "arranger", "saved_frame", "restored_table"]
+__all__ = ["ORDER", "arranger", "saved_frame", "restored_table"]
 
 ORDER = "evidence"
-EVIDENCE_KEY = ("edge_id", "chunk_ref", "provenance")
-_KEYS = {"edges": ("edge_id",), "edge_evidence": EVIDENCE_KEY}
+_KEYS = {"edges": ["edge_id"], "edge_evidence": EVIDENCE_KEY}  # the in-memory order of each
 
 
 def saved_frame(table: str, frame: pd.DataFrame, evidence: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
@@ -47,11 +47,11 @@ def saved_frame(table: str, frame: pd.DataFrame, evidence: pd.DataFrame) -> tupl
     if table not in _KEYS or len(frame) < 2 or not _in_memory_order(table, frame):
         return frame, None
     if table == "edge_evidence":
-        order = _sort(frame, ["chunk_ref", "edge_id", "provenance"])
+        order = text_order(frame, ["chunk_ref", "edge_id", "provenance"])
     else:
         anchor = _first_chunk(frame, evidence) if _in_memory_order("edge_evidence", evidence) else None
         anchor = frame["from_ref"] if anchor is None else anchor
-        order = _sort(pd.DataFrame({"anchor": anchor, "edge_id": frame["edge_id"]}), ["anchor", "edge_id"])
+        order = text_order(pd.DataFrame({"anchor": anchor, "edge_id": frame["edge_id"]}), ["anchor", "edge_id"])
     return frame.take(order).reset_index(drop=True), ORDER
 
 
@@ -79,7 +79,7 @@ def restored_table(table: str, data: pa.Table, order: object) -> pa.Table:
         raise ValueError(f"unknown row order {order!r}")
     keys = id_keys(data.column("edge_id").to_pandas())
     if keys is None:  # ids not edge_<16 hex>: sort by the text keys (no two rows equal: checked when saved)
-        rows = pc.sort_indices(data.select(list(_KEYS[table])), [(c, "ascending") for c in _KEYS[table]]).to_numpy()
+        rows = pc.sort_indices(data.select(_KEYS[table]), [(c, "ascending") for c in _KEYS[table]]).to_numpy()
     else:  # the hex ids' integers sort as the strings do
         rows = _stable_order(keys)
     with ThreadPoolExecutor(2) as pool:  # Arrow's take leaves the interpreter lock: a column on each core
@@ -123,7 +123,7 @@ def _in_memory_order(table: str, frame: pd.DataFrame) -> bool:
     return ascending(columns, strict=True)
 
 
-def _first_chunk(edges: pd.DataFrame, evidence: pd.DataFrame) -> pd.Series | None:
+def _first_chunk(edges: pd.DataFrame, evidence: pd.DataFrame) -> pd.Series:
     """Each edge's smallest evidence chunk ref (evidence is ordered by edge then chunk: the first row of each
     edge), its ``from_ref`` for an edge without evidence."""
     ids = evidence["edge_id"]
@@ -134,9 +134,3 @@ def _first_chunk(edges: pd.DataFrame, evidence: pd.DataFrame) -> pd.Series | Non
     anchor = edges["from_ref"].to_numpy(dtype=object)
     anchor[found] = chunks[where[found]]
     return pd.Series(anchor, dtype="str")
-
-
-def _sort(frame: pd.DataFrame, by: list[str]) -> np.ndarray:
-    """Row order of a stable sort by text columns ``by`` (UTF-8 byte order: Python's str order)."""
-    table = pa.table({c: pa.array(frame[c].array) for c in by})
-    return pc.sort_indices(table, sort_keys=[(c, "ascending") for c in by]).to_numpy()

@@ -155,7 +155,7 @@ def embeddings_for(embeddings: pd.DataFrame, chunks: pd.DataFrame) -> pd.DataFra
     return embeddings if len(kept) == len(embeddings) else kept.reset_index(drop=True)
 
 
-def _order(frame: pd.DataFrame, by: list[str]) -> np.ndarray:
+def text_order(frame: pd.DataFrame, by: list[str]) -> np.ndarray:
     """Row order of a stable sort by text columns ``by`` (Arrow's sort: UTF-8 byte order is Python's str
     order, missing values last), several times faster than pandas' multi-column lexsort."""
     table = pa.table({c: pa.array(frame[c].array) for c in by})
@@ -164,7 +164,7 @@ def _order(frame: pd.DataFrame, by: list[str]) -> np.ndarray:
 
 def _sorted(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     if len(frame) > 1 and all(pd.api.types.is_string_dtype(frame[c]) for c in by):
-        return frame.take(_order(frame, by)).reset_index(drop=True)
+        return frame.take(text_order(frame, by)).reset_index(drop=True)
     return frame.sort_values(by, kind="stable").reset_index(drop=True)
 
 
