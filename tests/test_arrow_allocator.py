@@ -13,9 +13,15 @@ PROBE = ("import pyarrow as pa; before = pa.default_memory_pool().backend_name; 
          "print(before, pa.default_memory_pool().backend_name)")
 
 
-def _pools(**env: str) -> list[str]:
+def _run(probe: str, **env: str) -> subprocess.CompletedProcess:
+    """``probe`` in a fresh interpreter, with no pool chosen in the environment unless ``env`` chooses one."""
     environ = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"} | env
-    out = subprocess.run([sys.executable, "-c", PROBE], env=environ, capture_output=True, text=True, check=True)
+    return subprocess.run([sys.executable, "-c", probe], env=environ, capture_output=True, text=True)
+
+
+def _pools(**env: str) -> list[str]:
+    out = _run(PROBE, **env)
+    assert out.returncode == 0, out.stderr
     return out.stdout.split()
 
 
@@ -35,8 +41,7 @@ def test_a_pool_the_user_chose_is_kept(chosen):
 def test_a_pool_set_in_the_process_before_is_kept():
     probe = ("import pyarrow as pa; pa.set_memory_pool(pa.jemalloc_memory_pool()); import crux_nb.store; "
              "print(pa.default_memory_pool().backend_name)")
-    environ = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
-    out = subprocess.run([sys.executable, "-c", probe], env=environ, capture_output=True, text=True)
+    out = _run(probe)
     if out.returncode and "jemalloc" in out.stderr:
         pytest.skip("this pyarrow has no jemalloc pool")
     assert out.stdout.split() == ["jemalloc"]
