@@ -111,9 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.step:
         print(json.dumps(step_open(args.step)))
         return 0
-    from bench._baseline import BEFORE_SHARED_FACTORISATION, checkout, run_side
+    from bench._baseline import BEFORE_SHARED_FACTORISATION, checkout
     from bench._common import OUT_DIR
-    from bench.store_cost import step_build
+    from bench.store_cost import build_with, step_build
 
     chunks, edges, rounds = SMALL if args.small else (args.chunks, args.edges, args.rounds)
     out = args.out or OUT_DIR / ("open_first_small.md" if args.small else "open_first.md")
@@ -128,9 +128,7 @@ def main(argv: list[str] | None = None) -> int:
             note = (f"{built['chunks']:,} chunks, {built['edges']:,} edges, built and saved by this checkout, and "
                     "by the baseline's code for the baseline (an older crux_nb may not read this one's format).")
             baseline_folder = str(work / "baseline-kb")
-            code = checkout(baseline)
-            run_side(code, ROOT / "bench" / "store_cost.py", ["--step", "build", baseline_folder, str(chunks),
-                                                              str(edges)], env={"PYTHONPATH": f"{code}:{ROOT}"})
+            build_with(checkout(baseline), baseline_folder, chunks, edges)
         else:
             note = f"The knowledge base at {folder}."
             if baseline_folder:

@@ -163,6 +163,12 @@ def step_edit(folder: str) -> dict:
     return {**out, "remove_save_s": time.perf_counter() - t0, "remove_save_bytes": _wchar() - before}
 
 
+def build_with(code: Path, folder: str, n_chunks: int, n_edges: int) -> dict:
+    """:func:`step_build` run with ``crux_nb`` from ``code`` (a baseline tree), in a fresh process: the same
+    knowledge base saved in that code's format, for a baseline that cannot read this checkout's."""
+    return _child(code, "build", folder, str(n_chunks), str(n_edges))
+
+
 def _child(code: Path, step: str, *args: str) -> dict:
     env = {**os.environ, "PYTHONPATH": f"{code}:{ROOT}"}
     proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--step", step, *args], cwd=code, env=env,
@@ -228,7 +234,7 @@ def run(n_chunks: int, n_edges: int, baseline: str, out: Path, small: bool = Fal
     try:
         for label, code in sides.items():
             folder = str(work / label.replace(" ", "-"))
-            res = _child(code, "build", folder, str(n_chunks), str(n_edges))
+            res = build_with(code, folder, n_chunks, n_edges)
             res.update(_child(code, "open", folder))
             res.update(_child(code, "edit", folder))
             res["edit_share"] = res["edit_save_bytes"] / res["save_bytes"]

@@ -80,8 +80,7 @@ def run(n_chunks: int, n_edges: int, repeats: int, baseline: str, out: Path, sma
         # each side opens the knowledge base saved by its own code: an older crux_nb may not read this one's format
         folders = {"this": f"{work}/this", "before": f"{work}/before"}
         built = store_cost.step_build(folders["this"], n_chunks, n_edges)
-        run_side(old_code, ROOT / "bench" / "store_cost.py", ["--step", "build", folders["before"], str(n_chunks),
-                                                              str(n_edges)], env={"PYTHONPATH": f"{old_code}:{ROOT}"})
+        store_cost.build_with(old_code, folders["before"], n_chunks, n_edges)
         sides = {"this": ROOT, "before": old_code}
         build = {k: run_side(code, Path(__file__), ["--side", "build", folders[k], str(repeats)])
                  for k, code in sides.items()}

@@ -116,7 +116,7 @@ def test_restore_gives_back_the_exact_in_memory_order(seed, hex_ids):
         saved, order = saved_frame(table, frame, evidence)
         assert order == ORDER and len(saved) == len(frame)
         assert not saved.equals(frame)  # reordered (the random refs are not in id order)
-        restored = restored_table(table, pa.Table.from_pandas(saved, preserve_index=False), order).to_pandas()
+        restored = restored_table(table, pa.Table.from_pandas(saved, preserve_index=False)).to_pandas()
         pd.testing.assert_frame_equal(restored, frame)
     # an edge is placed by its first evidence chunk, or by its from_ref without evidence
     saved, _ = saved_frame("edges", edges, evidence)

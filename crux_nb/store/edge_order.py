@@ -63,20 +63,17 @@ def arranger(table: str, entry: object) -> Callable[[pa.Table], pa.Table] | None
         return None
     if order != ORDER or table not in _KEYS:
         raise ValueError(f"its rows are in an order this crux_nb does not know ({order!r})")
-    return lambda data: restored_table(table, data, order)
+    return lambda data: restored_table(table, data)
 
 
-def restored_table(table: str, data: pa.Table, order: object) -> pa.Table:
-    """``data`` (a table's parts as read) in its in-memory order again (``order``: the manifest entry's).
+def restored_table(table: str, data: pa.Table) -> pa.Table:
+    """``data`` (the parts of ``edges`` or ``edge_evidence`` saved in evidence order, as read) in its in-memory
+    order again (:func:`arranger` checks the manifest's order first).
 
     >>> data = pa.table({"edge_id": ["edge_00000000000000b2", "edge_00000000000000a1"], "type": ["r", "r"]})
-    >>> restored_table("edges", data, "evidence").column("edge_id").to_pylist()
+    >>> restored_table("edges", data).column("edge_id").to_pylist()
     ['edge_00000000000000a1', 'edge_00000000000000b2']
     """
-    if order is None:
-        return data
-    if order != ORDER or table not in _KEYS:
-        raise ValueError(f"unknown row order {order!r}")
     keys = id_keys(data.column("edge_id").to_pandas())
     if keys is None:  # ids not edge_<16 hex>: sort by the text keys (no two rows equal: checked when saved)
         rows = pc.sort_indices(data.select(_KEYS[table]), [(c, "ascending") for c in _KEYS[table]]).to_numpy()

@@ -1,6 +1,6 @@
 """Smoke test for ``bench/store_cost.py``: the ``--small`` run (10k chunks / 50k edges; build + save, open + first
-query, add_text + save, a source with edges + save, a removal + save, each step in a fresh process, for this checkout and the code before issue 35) writes its
-table and summary with both sides' figures, and the same knowledge base on both sides. Timings are reported,
+query, add_text + save, a source with edges + save, a removal + save, each step in a fresh process, for this
+checkout and the code before issue 35) writes its table and summary with both sides' figures, and the same knowledge base on both sides. Timings are reported,
 never asserted; bytes written are checked for sense (a save after one small source writes less than a full save
 on this checkout, where parts are reused)."""
 
