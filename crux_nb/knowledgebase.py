@@ -91,7 +91,7 @@ class KnowledgeBase(GraphExports, CommunityAccess, Saving, SavedIndexes):
         #: import details of a knowledge base read by ``crux_nb.io.read_graphrag`` (a ``GraphRAGImport``: counts,
         #: reference resolution, warnings, GraphRAG's ids by crux id); saved with it and restored by ``crux_nb.open``
         self.graphrag: GraphRAGImport | None = None
-        self.path = None  # the folder this knowledge base was opened from or last saved to
+        self.path, self.warming = None, None  # the folder opened from or last saved to; crux_nb.open's warm thread
         #: view revisions seen in this session, ``{(view id, revision): members}`` (pinned views replay them)
         self.view_revisions: dict[tuple[str, str], tuple] = {}
         self._base = None  # the generation read from or last saved (see save())

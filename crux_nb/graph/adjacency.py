@@ -41,18 +41,37 @@ class AdjacencyIndex:
         etype = np.asarray(type_codes, dtype=np.int32)[edge_row]
         order = _entry_order(node, peer, etype, edge_row, direction, n_nodes=len(uniques),
                              n_types=len(self.type_names), ordered=not sym.any())
-        self.peer = peer[order]
-        self.direction = direction[order]
-        self.edge_row = edge_row[order]
-        self.etype = etype[order]
         counts = np.bincount(node, minlength=len(uniques))
-        self.indptr = np.concatenate([[0], np.cumsum(counts)])
         # through numpy: iterating the string index itself costs ~10x more per ref
-        self.ref_array = np.asarray(uniques, dtype=object)
+        self._install(edges, evidence, np.asarray(uniques, dtype=object), self.type_names, peer=peer[order],
+                      direction=direction[order], edge_row=edge_row[order], etype=etype[order],
+                      indptr=np.concatenate([[0], np.cumsum(counts)]))
+
+    def _install(self, edges: pd.DataFrame, evidence: pd.DataFrame, ref_array: np.ndarray, type_names: list[str],
+                 *, peer: np.ndarray, direction: np.ndarray, edge_row: np.ndarray, etype: np.ndarray,
+                 indptr: np.ndarray) -> None:
+        self.ref_array, self.type_names = ref_array, type_names
+        self.peer, self.direction, self.edge_row, self.etype, self.indptr = peer, direction, edge_row, etype, indptr
         self.type_code = {name: i for i, name in enumerate(self.type_names)}
         self._edges, self._evidence = edges, evidence
         self._masks: dict[tuple, np.ndarray] = {}
         self._seen_pool: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """What :meth:`from_arrays` takes back with the edge frames (a disk cache stores them:
+        :mod:`crux_nb.graph.cached`); the refs are left to the caller (the traversal index holds them all)."""
+        return {"type_names": np.array(self.type_names, dtype=object), "peer": self.peer,
+                "direction": self.direction, "edge_row": self.edge_row, "etype": self.etype, "indptr": self.indptr}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray], ref_array: np.ndarray, edges: pd.DataFrame,
+                    evidence: pd.DataFrame) -> "AdjacencyIndex":
+        """The index :meth:`arrays` came from, over ``edges`` and ``evidence`` and its nodes' ``ref_array``."""
+        index = cls.__new__(cls)
+        index._install(edges, evidence, ref_array, arrays["type_names"].tolist(), peer=arrays["peer"],
+                       direction=arrays["direction"], edge_row=arrays["edge_row"], etype=arrays["etype"],
+                       indptr=arrays["indptr"])
+        return index
 
     @cached_property
     def refs(self) -> list[str]:

@@ -55,16 +55,9 @@ class TraversalIndex:
         built from: :func:`~crux_nb.graph.build.build_with_adjacency`) or else looked up here."""
         chunks, parents, docs = state.chunks, state.parents, state.documents
         coded = coded if coded is not None else _looked_up(state, adjacency)
-        refs = self.refs = coded.refs
-        n = len(refs)
-        self.kind = np.full(n, KIND_OTHER, dtype=np.int8)
-        for name, kind in (("chunk", KIND_CHUNK), ("entity", KIND_ENTITY)):
-            self.kind[_with_prefix(refs, name)] = kind
-        self.type_names = list(dict.fromkeys(list(adjacency.type_names) + list(STRUCTURAL_TYPES)))
-        tcode = {t: i for i, t in enumerate(self.type_names)}
-        self.chunk_code = required_codes(coded.structural["chunk"])  # per chunk row
-        self.row_of_code = np.full(n, -1, dtype=np.int64)
-        self.row_of_code[self.chunk_code] = np.arange(len(self.chunk_code))
+        refs, n = coded.refs, len(coded.refs)
+        type_names = list(dict.fromkeys(list(adjacency.type_names) + list(STRUCTURAL_TYPES)))
+        tcode = {t: i for i, t in enumerate(type_names)}
         s_node, s_peer, s_type, s_dir = _sorted_structure(parents, chunks, docs, coded.structural, n)
         s_type = np.array([tcode[t] for t in STRUCTURAL_TYPES], dtype=np.int32)[s_type]
         remap = required_codes(coded.adjacency)
@@ -77,14 +70,46 @@ class TraversalIndex:
         section = np.concatenate([np.zeros(len(s_node), dtype=np.int8), np.ones(len(p_node), dtype=np.int8)])
         # both parts arrive in their final order within a node: a stable sort only puts structure first
         order = np.lexsort((section, node))
-        self.node = node[order]
-        self.peer = np.concatenate([s_peer, p_peer])[order]
-        self.etype = np.concatenate([s_type, p_type])[order]
-        self.direction = np.concatenate([s_dir.astype(np.int8),
-                                         np.asarray(adjacency.direction, dtype=np.int8)])[order]
-        self.indptr = np.concatenate([[0], np.cumsum(np.bincount(self.node, minlength=n))]).astype(np.int64)
+        node = node[order]
+        self._install(refs, type_names, required_codes(coded.structural["chunk"]), remap, node=node,
+                      peer=np.concatenate([s_peer, p_peer])[order], etype=np.concatenate([s_type, p_type])[order],
+                      direction=np.concatenate([s_dir.astype(np.int8),
+                                                np.asarray(adjacency.direction, dtype=np.int8)])[order],
+                      indptr=np.concatenate([[0], np.cumsum(np.bincount(node, minlength=n))]).astype(np.int64))
+
+    def _install(self, refs: np.ndarray, type_names: list[str], chunk_code: np.ndarray, adjacency_code: np.ndarray,
+                 *, node: np.ndarray, peer: np.ndarray, etype: np.ndarray, direction: np.ndarray,
+                 indptr: np.ndarray) -> None:
+        """Keep the index's arrays and derive the rest (the node kinds, each chunk code's row)."""
+        self.refs, self.type_names, self.chunk_code, self.adjacency_code = refs, type_names, chunk_code, adjacency_code
+        self.node, self.peer, self.etype, self.direction, self.indptr = node, peer, etype, direction, indptr
+        n = len(refs)
+        self.kind = np.full(n, KIND_OTHER, dtype=np.int8)
+        for name, kind in (("chunk", KIND_CHUNK), ("entity", KIND_ENTITY)):
+            self.kind[_with_prefix(refs, name)] = kind
+        self.row_of_code = np.full(n, -1, dtype=np.int64)  # per code: its chunk row, -1 for other nodes
+        self.row_of_code[chunk_code] = np.arange(len(chunk_code))
         self._views: dict[tuple, View] = {}
         self._view_lock = threading.Lock()
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """What :meth:`from_arrays` takes back (a disk cache stores them: :mod:`crux_nb.graph.cached`): the sorted
+        refs, type names, each chunk row's code, each adjacency code's code, and the CSR (its rows' node array is
+        derived)."""
+        return {"refs": self.refs, "type_names": np.array(self.type_names, dtype=object),
+                "chunk_code": self.chunk_code, "adjacency_code": self.adjacency_code, "peer": self.peer,
+                "etype": self.etype, "direction": self.direction, "indptr": self.indptr}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> "TraversalIndex":
+        """The index :meth:`arrays` came from, array for array."""
+        index = cls.__new__(cls)
+        indptr = arrays["indptr"]
+        node = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
+        index._install(arrays["refs"], arrays["type_names"].tolist(), arrays["chunk_code"], arrays["adjacency_code"],
+                       node=node, peer=arrays["peer"], etype=arrays["etype"], direction=arrays["direction"],
+                       indptr=indptr)
+        return index
 
     @cached_property
     def code(self) -> dict[str, int]:

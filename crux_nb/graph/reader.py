@@ -126,6 +126,20 @@ class GraphReader:
         self._once("adjacency", lambda: state.cached("graph-adjacency", lambda: adjacency, depends=depends))
         return index
 
+    def adopt(self, traversal: Any, adjacency: AdjacencyIndex) -> bool:
+        """Use ``traversal`` and ``adjacency`` (this state's indexes, read back from a cache:
+        :mod:`crux_nb.graph.cached`) instead of building them; whether they were taken (not when a build came
+        first)."""
+        state = self._state
+        depends = (state.edges, state.edge_evidence)
+        with self._build_lock:
+            if "traversal" in self._built or "adjacency" in self._built or \
+                    state.built("graph-adjacency", depends=depends) is not None:
+                return False
+            self._built["adjacency"] = state.cached("graph-adjacency", lambda: adjacency, depends=depends)
+            self._built["traversal"] = traversal
+            return True
+
     def _once(self, name: str, build: Any) -> Any:
         """The index ``name``, built by ``build`` once per reader: a caller that arrives while another thread
         (:meth:`warm`, a second query) builds it waits for that build instead of making a second one."""

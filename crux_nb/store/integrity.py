@@ -20,10 +20,16 @@ import pyarrow.compute as pc
 
 from ..errors import CruxError, StorageError
 from ..refs import DocumentRef, ParentRef, encode_ref
+from .array_cache import code_digest, read_arrays, write_arrays
 from .generations import RESTORE
+from .indexes import fingerprint
 from .splice import ascending
 
-__all__ = ["check_manifest_kb", "check_tables", "MissingTableWarning"]
+__all__ = ["check_manifest_kb", "check_tables", "checks_key", "MissingTableWarning", "CHECKED_TABLES"]
+
+#: The tables :func:`check_tables` reads (their part checksums name what it found)
+CHECKED_TABLES = ["documents", "parents", "chunks", "edges", "edge_evidence"]
+CHECKS = "checks"  # the array cache's kind for checks passed
 
 
 class MissingTableWarning(UserWarning):
@@ -51,13 +57,32 @@ def check_manifest_kb(root: Path, generation: str, meta: Any) -> dict:
                            hint=RESTORE) from None
 
 
-def check_tables(root: Path, generation: str, manifest: dict, state: Any) -> None:
-    """Refuse a generation whose tables contradict each other; warn about a manifest without embeddings."""
+def checks_key(manifest_tables: Any) -> str | None:
+    """The key under which :func:`check_tables` remembers (:mod:`crux_nb.store.array_cache`) that the tables with
+    these part checksums (a generation's manifest ``tables``, checked against their files) agree, by this code;
+    None for a manifest without part checksums."""
+    code = code_digest("store")
+    return None if code is None or not isinstance(manifest_tables, dict) else \
+        fingerprint(manifest_tables, CHECKED_TABLES, {"checks": code})
+
+
+def check_tables(root: Path, generation: str, manifest: dict, state: Any, *, key: str | None = None) -> None:
+    """Refuse a generation whose tables contradict each other; warn about a manifest without embeddings. With
+    ``key`` (:func:`checks_key` of tables whose checksums were verified) tables found to agree before, by this
+    code, are not checked again (0.3 s at 200k chunks / 1M edges), and tables found to agree now are remembered."""
     where = f"generation {generation} of {str(root)!r}"
     tables = manifest.get("tables")
     if isinstance(tables, dict) and "embeddings" not in tables:
         warnings.warn(f"{where} lists no embeddings table (saved before vectors were saved, or edited): it opens "
                       "with no stored vectors; embed_chunks() computes them again.", MissingTableWarning, stacklevel=3)
+    if key is not None and read_arrays(CHECKS, key) is not None:
+        return
+    _check_agreement(where, state)
+    if key is not None:
+        write_arrays(CHECKS, key, {})
+
+
+def _check_agreement(where: str, state: Any) -> None:
     documents, chunks = _arrow(state.documents["source_id"]), _arrow(state.chunks["ref"])
     problems = []  # Arrow membership tests on the columns' own Arrow arrays (no Python object per value)
     for table in ("parents", "chunks"):
