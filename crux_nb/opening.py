@@ -35,8 +35,8 @@ def open_knowledge_base(path: str | os.PathLike, *, verify: bool = True, communi
     that check, so a damaged or altered file is read as it is (in a test of 160 single-bit flips, 38 opened
     silently with different content); use it only on a folder you just wrote yourself. Either way the manifest's
     settings and the tables' agreement with each other are checked (``StorageError`` codes ``manifest_invalid``
-    and ``inconsistent_generation``); verified tables found to agree are remembered in the disk cache below, and
-    not checked again. ``communities`` attaches a communities
+    and ``inconsistent_generation``); from :data:`WARM_MIN_CHUNKS` chunks, verified tables found to agree are
+    remembered in the disk cache below and not checked again. ``communities`` attaches a communities
     configuration. Without it, the configuration saved with the knowledge base (strategy, resolution, seed, the
     model's name and fingerprint) is restored when its model can be rebuilt from what was saved (the offline
     model); a model that cannot (a ``ChatModel``: its key is never saved) must be passed again, and until then
@@ -68,16 +68,15 @@ def open_knowledge_base(path: str | os.PathLike, *, verify: bool = True, communi
                        lexical=meta["lexical"])
     state = kb.state  # the saved tables with the knowledge base's lexical settings
     installed = threading.Event()
-    if len(state.chunks) >= WARM_MIN_CHUNKS:  # built while the install and the checks below run (next core)
-        # the tables' checksums name the graph's cached indexes: only when they were checked
-        kb.warming = warm(kb, installed=installed,
-                          cache_key=graph_cache.cache_key(saved.manifest["tables"]) if verify else None)
+    large = len(state.chunks) >= WARM_MIN_CHUNKS  # the disk cache is for what costs time: large knowledge bases
+    tables = saved.manifest.get("tables") if verify and large else None  # checksums checked: they name content
+    if large:  # built while the install and the checks below run (next core)
+        kb.warming = warm(kb, installed=installed, cache_key=graph_cache.cache_key(tables) if tables else None)
     try:
         install_indexes(state, saved.indexes)
     finally:
         installed.set()
-    check_tables(saved.root, saved.base.generation, saved.manifest, state,
-                 key=checks_key(saved.manifest.get("tables")) if verify else None)
+    check_tables(saved.root, saved.base.generation, saved.manifest, state, key=checks_key(tables) if tables else None)
     kb.path = saved.root
     kb.graphrag = saved.graphrag
     kb.published(state, saved.base)
@@ -95,19 +94,20 @@ def warm(kb: KnowledgeBase, *, installed: threading.Event | None = None,
     default ``expand_relations()`` reads (:func:`~crux_nb.retrieval.expand.prepare.prepare_expansion`: the graph's
     traversal index and view, the entity and source names) and the chunk columns a hit is made of (~2 s at 200k
     chunks and 100k entities). One thread, one index after the other: two would contend for the interpreter lock
-    and finish both later. The graph's indexes first, while ``open`` installs the saved indexes (they read none);
-    the rest once ``installed`` is set: the source names read the lexical statistics the saved index brings
-    (without them, counting every chunk's identifiers takes seconds). A failure there is left for the query that
-    needs the index to raise. With ``cache_key`` (naming the opened tables: :mod:`crux_nb.graph.cached`) the
-    graph's indexes are read from the disk cache when an earlier process left them there, and else cached once
-    everything is built (after the first query's needs, so it never waits for the writing)."""
+    and finish both later. The graph's indexes and the entity names first, while ``open`` installs the saved
+    indexes (they read none); the rest once ``installed`` is set: the source names read the lexical statistics
+    the saved index brings (without them, counting every chunk's identifiers takes seconds). A failure there is
+    left for the query that needs the index to raise. With ``cache_key`` (naming the opened tables:
+    ``crux_nb.graph.cached``) the graph's indexes are read from the disk cache when an earlier process left them
+    there, and else cached once everything is built (after the first query's needs, so it never waits for the
+    writing)."""
     state, reader = kb.state, kb.reader
 
     def build() -> None:
         try:
             if graph_cache.restore(reader, cache_key):
                 _WRITERS.discard(threading.current_thread())
-            prepare_traversal(reader)  # reads no saved index
+            prepare_traversal(reader, state=state)  # reads no saved index
             if installed is not None:
                 installed.wait()
             prepare_expansion(reader, state)

@@ -68,6 +68,18 @@ def test_a_second_open_reads_the_indexes_the_first_one_built(saved_sample, cache
     for name in ("node", "kind", "row_of_code"):
         assert np.array_equal(getattr(read, name), getattr(built, name)) and \
             getattr(read, name).dtype == getattr(built, name).dtype, name
+    assert built._views.keys() == read._views.keys() and len(built._views) == 1  # the default step's cut
+    for key, view in built._views.items():
+        again = read._views[key]
+        for name in ("indptr", "peer", "etype", "truncated", "spec", "df", "owner", "degree"):
+            assert np.array_equal(getattr(again, name), getattr(view, name)), name
+            assert getattr(again, name).dtype == getattr(view, name).dtype, name
+        for rule in view.cost:
+            assert np.array_equal(again.cost[rule], view.cost[rule])
+            assert np.array_equal(again.zero_cost[rule], view.zero_cost[rule])
+        assert (again.fan_out, again.hubs) == (view.fan_out, view.hubs)
+        assert all(np.array_equal(a, b) for a, b in zip(again.transposed(), view.transposed()))
+        assert np.shares_memory(again.peer, read.peer) == np.shares_memory(view.peer, built.peer)
     assert (second.state.edges["direction"] == "symmetric").any()  # the reverse entries are covered too
     ours, theirs = first.reader._adjacency, second.reader._adjacency
     for name in ("peer", "direction", "edge_row", "etype", "indptr", "ref_array"):
@@ -252,3 +264,24 @@ def test_the_temporary_folder_of_a_gone_process_is_removed_at_once(cache):
         temp.mkdir()
     assert array_cache.write_arrays("kind", "k", {"n": np.arange(3)})
     assert not dead.exists() and alive.exists()
+
+
+def test_a_view_that_cuts_nothing_reads_the_index_own_arrays(cache):
+    """Stored once: the default view of a graph under the fan-out ceiling is the index's arrays themselves."""
+    import pandas as pd
+
+    kb = crux_nb.knowledge_base(id="small")
+    kb.add_text("a.md", "# A\n\nAda met Bob.\n\n## B\n\nBob met Cy.", chunk_size=50)
+    kb.add_edges(pd.DataFrame({"from_ref": ["entity:ada", "entity:bob"], "to_ref": ["entity:bob", "entity:cy"],
+                               "type": ["related", "related"], "evidence": [[str(kb.state.chunks["ref"].iloc[0])]] * 2}))
+    index = kb.reader.traversal_index
+    view = index.view(None, None, 64)
+    view.transposed()
+    assert np.shares_memory(view.peer, index.peer)
+    assert cached.store("k" * 64, index, kb.reader._adjacency)
+    files = {p.name for p in (cache / cached.KIND / ("k" * 64)).iterdir()}
+    assert "view.0.indptr.npy" in files and "view.0.peer.npy" not in files and "view.0.owner.npy" not in files
+    traversal, _ = cached.load("k" * 64, kb.state)
+    again = traversal.view(None, None, 64)
+    assert np.shares_memory(again.peer, traversal.peer) and np.shares_memory(again.owner, traversal.node)
+    assert np.array_equal(again.peer, view.peer) and np.array_equal(again.transposed()[1], view.transposed()[1])

@@ -1,15 +1,18 @@
 """The graph's two indexes (the traversal index and the adjacency: :func:`~crux_nb.graph.build.build_with_adjacency`)
-kept in the disk cache of derived arrays (:mod:`crux_nb.store.array_cache`) under a key naming the saved tables
-they are built from, so a process that opens the same generation again reads them (~0.1 s at 200k chunks and
-1M edges) instead of building them (~1-1.7 s, the longest step of ``crux_nb.open`` + a first query).
+and the views cut from the traversal index, kept in the disk cache of derived arrays
+(:mod:`crux_nb.store.array_cache`) under a key naming the saved tables they are built from, so a process that
+opens the same generation again reads them (0.2-0.3 s at 200k chunks and 1M edges) instead of building them
+(1.3-2 s, the longest step of ``crux_nb.open`` + a first query).
 
-The key also names this code (the SHA-256 of the graph and store packages' source files): an entry written by another crux_nb is
-never read. They are not saved with the generation: their codes follow the sorted refs, so one small source renumbers most of
-them and every save would rewrite them (about 15-20% of a full save at 100k chunks, against < 5%).
+The key also names this code (the SHA-256 of the graph and store packages' source files): an entry written by
+another crux_nb is never read. They are not saved with the generation: their codes follow the sorted refs, so one
+small source renumbers most of them and every save would rewrite them (about 15-20% of a full save at 100k
+chunks, against < 5%).
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
@@ -17,14 +20,14 @@ import numpy as np
 from ..store.array_cache import code_digest, read_arrays, write_arrays
 from ..store.indexes import fingerprint
 from .adjacency import AdjacencyIndex
-from .frontier_index import TraversalIndex
+from .frontier_index import TraversalIndex, View
 
 __all__ = ["KIND", "DEPENDS", "cache_key", "load", "store", "restore", "keep"]
 
 KIND = "graph"
 #: The tables the two indexes are built from (their part checksums name the cache entry)
 DEPENDS = ["edges", "edge_evidence", "chunks", "parents", "documents"]
-_ADJACENCY = "adjacency."
+_ADJACENCY, _VIEW = "adjacency.", "view."
 
 
 def cache_key(manifest_tables: dict) -> str | None:
@@ -58,7 +61,61 @@ def store(key: str | None, traversal: TraversalIndex, adjacency: AdjacencyIndex)
         return False
     arrays = dict(traversal.arrays())
     arrays.update({_ADJACENCY + name: values for name, values in adjacency.arrays().items()})
+    with traversal._view_lock:  # a query may cut another view meanwhile
+        views = sorted(traversal._views.items(), key=lambda item: repr(item[0]))
+    for i, (view_key, view) in enumerate(views):
+        found = _view_arrays(traversal, view_key, view)
+        arrays.update({f"{_VIEW}{i}.{name}": values for name, values in found.items()})
     return write_arrays(KIND, key, arrays)
+
+
+def _view_arrays(index: TraversalIndex, key: tuple, view: View) -> dict[str, np.ndarray]:
+    """A cut of the index (:meth:`TraversalIndex.view`) and its incoming lists when built, as arrays; an array
+    that is the index's own (the default view cuts nothing) is named, not stored."""
+    types, direction, fan_out, hub_share = key
+    own = {"peer": index.peer, "owner": index.node, "etype": index.etype}
+    shared = {name: name if name != "owner" else "node" for name, whole in own.items()
+              if getattr(view, name).shape == whole.shape and np.shares_memory(getattr(view, name), whole)}
+    about = {"key": [None if types is None else sorted(types), direction, fan_out, hub_share],
+             "fan_out": view.fan_out, "hubs": view.hubs, "shared": shared}
+    arrays = {"about": np.array([json.dumps(about)], dtype=object)}
+    for name in ("indptr", "peer", "etype", "truncated", "spec", "df", "owner", "degree"):
+        if name not in shared:
+            arrays[name] = getattr(view, name)
+    for rule in view.cost:
+        arrays[f"cost.{rule}"], arrays[f"zero_cost.{rule}"] = view.cost[rule], view.zero_cost[rule]
+    if "transposed" in view._lazy:
+        arrays["transposed.indptr"], arrays["transposed.order"] = view._lazy["transposed"]
+    return arrays
+
+
+def _restore_views(index: TraversalIndex, arrays: dict[str, np.ndarray]) -> None:
+    """Put the views :func:`_view_arrays` stored back into ``index`` (a ValueError when one does not fit it)."""
+    n, entries = len(index.refs), len(index.peer)
+    for i in sorted({name.split(".")[1] for name in arrays if name.startswith(_VIEW)}):
+        prefix = f"{_VIEW}{i}."
+        got = {name[len(prefix):]: v for name, v in arrays.items() if name.startswith(prefix)}
+        about = json.loads(got.pop("about")[0])
+        own = {"peer": index.peer, "node": index.node, "etype": index.etype}
+        got.update({name: own[whole] for name, whole in about["shared"].items()})
+        rules = [name[len("cost."):] for name in got if name.startswith("cost.")]
+        view = View(indptr=got["indptr"], peer=got["peer"], etype=got["etype"], truncated=got["truncated"],
+                    spec=got["spec"], df=got["df"], fan_out=int(about["fan_out"]), owner=got["owner"],
+                    cost={r: got[f"cost.{r}"] for r in rules}, zero_cost={r: got[f"zero_cost.{r}"] for r in rules},
+                    degree=got["degree"], hubs=int(about["hubs"]))
+        kept = len(view.peer)
+        if len(view.indptr) != n + 1 or view.indptr[-1] != kept or kept > entries or \
+                any(len(a) != n for a in (view.truncated, view.spec, view.df, view.degree)) or \
+                any(len(a) != kept for a in (view.etype, view.owner, *view.cost.values())) or \
+                any(len(a) != n for a in view.zero_cost.values()):
+            raise ValueError("a view does not fit the index")
+        if "transposed.order" in got:
+            pointers, order = got["transposed.indptr"], got["transposed.order"]
+            if len(pointers) != n + 1 or len(order) != kept or (kept and (order.min() < 0 or order.max() >= kept)):
+                raise ValueError("a view's incoming lists do not fit it")
+            view._lazy["transposed"] = (pointers, order)
+        types, direction, fan_out, hub_share = about["key"]
+        index._views[(None if types is None else frozenset(types), direction, fan_out, hub_share)] = view
 
 
 def load(key: str | None, state: Any) -> tuple[TraversalIndex, AdjacencyIndex] | None:
@@ -68,13 +125,14 @@ def load(key: str | None, state: Any) -> tuple[TraversalIndex, AdjacencyIndex] |
     if arrays is None:
         return None
     try:
-        ours = {name: v for name, v in arrays.items() if not name.startswith(_ADJACENCY)}
+        ours = {name: v for name, v in arrays.items() if not name.startswith((_ADJACENCY, _VIEW))}
         theirs = {name[len(_ADJACENCY):]: v for name, v in arrays.items() if name.startswith(_ADJACENCY)}
         _check(ours, theirs, state)
         traversal = TraversalIndex.from_arrays(ours)
         adjacency = AdjacencyIndex.from_arrays(theirs, traversal.refs[traversal.adjacency_code], state.edges,
                                                state.edge_evidence)
-    except (KeyError, ValueError, IndexError, TypeError):
+        _restore_views(traversal, arrays)
+    except (KeyError, ValueError, IndexError, TypeError, AttributeError):
         return None
     return traversal, adjacency
 

@@ -128,7 +128,7 @@ class GraphReader:
 
     def adopt(self, traversal: Any, adjacency: AdjacencyIndex) -> bool:
         """Use ``traversal`` and ``adjacency`` (this state's indexes, read back from a cache:
-        :mod:`crux_nb.graph.cached`) instead of building them; whether they were taken (not when a build came
+        ``crux_nb.graph.cached``) instead of building them; whether they were taken (not when a build came
         first)."""
         state = self._state
         depends = (state.edges, state.edge_evidence)

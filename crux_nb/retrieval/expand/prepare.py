@@ -36,9 +36,11 @@ def prepare_expansion(reader: Any, state: Any, step: ExpandRelationsStep | None 
         source_names(state)
 
 
-def prepare_traversal(reader: Any, step: ExpandRelationsStep | None = None) -> None:
-    """The part of :func:`prepare_expansion` that reads only the graph (no saved index): the traversal index, the
-    cut of it ``step`` reads and that cut's incoming lists (``crux_nb.open`` builds it while the saved lexical index
-    is installed)."""
+def prepare_traversal(reader: Any, step: ExpandRelationsStep | None = None, *, state: Any = None) -> None:
+    """The part of :func:`prepare_expansion` that reads no saved index: the traversal index, the cut of it ``step``
+    reads and that cut's incoming lists, and with ``state`` the entity names a query is matched against
+    (``crux_nb.open`` builds them while the saved lexical index is installed)."""
     step = step if step is not None else expand_relations()
     reader.traversal_index.view(*step.view_key()).transposed()
+    if state is not None and "query" in step.seeds:
+        entity_name_index(state)
