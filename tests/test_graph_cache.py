@@ -178,13 +178,17 @@ def test_a_partial_entry_is_never_read_and_a_dead_writers_is_removed(cache):
     fresh.mkdir()
     half = folder / "k1"  # a folder without its meta.json: what no writer leaves (rename is atomic), read as none
     half.mkdir()
-    assert array_cache.read_arrays("kind", "k1") is None
+    assert array_cache.read_arrays("kind", "k1") is None and not half.exists()  # removed: never whole
     assert array_cache.write_arrays("kind", "k2", arrays)
     assert not dead.exists() and fresh.exists()  # a live writer's folder is left to it
     got = array_cache.read_arrays("kind", "k2")
     assert got["refs"].tolist() == ["a", "é", ""] and got["refs"].dtype == object
     assert np.array_equal(got["n"], np.arange(5))
     assert not array_cache.write_arrays("kind", "k2", arrays)  # there already
+    meta = cache / "kind" / "k2" / "meta.json"
+    np.save(cache / "kind" / "n.npy", np.arange(5))  # the right bytes, outside the entry
+    meta.write_text(meta.read_text().replace('"n.npy"', '"../n.npy"'))
+    assert array_cache.read_arrays("kind", "k2") is None  # an entry reads its own files only
 
 
 def test_concurrent_writers_of_one_entry_leave_one_whole_entry(cache):

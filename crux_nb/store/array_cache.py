@@ -90,9 +90,9 @@ def read_arrays(kind: str, key: str) -> dict[str, np.ndarray] | None:
         if meta.get("format") != FORMAT or meta.get("key") != key:
             raise ValueError("another layout")
         arrays = {name: _read_one(entry, name, spec) for name, spec in meta["arrays"].items()}
-    except FileNotFoundError:
-        return None
     except (OSError, ValueError, KeyError, TypeError, pa.ArrowException):
+        # no entry, or not a whole one (writers rename whole entries into place: one without its meta.json is
+        # left by something else), or a damaged one: removed, so the next build writes it again
         shutil.rmtree(entry, ignore_errors=True)
         return None
     try:
@@ -152,10 +152,12 @@ def _read_one(entry: Path, name: str, spec: dict) -> np.ndarray:
         raise ValueError(f"array {name!r}: offsets do not fit the data")
     text = pa.LargeStringArray.from_buffers(len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(data))
     text.validate(full=True)  # UTF-8 checked: a Python str per value must be one
-    return text.to_numpy(zero_copy_only=False).astype(object)
+    return np.asarray(text.to_numpy(zero_copy_only=False), dtype=object)
 
 
 def _load(entry: Path, spec: dict) -> np.ndarray:
+    if Path(spec["file"]).name != spec["file"]:
+        raise ValueError(f"{spec['file']!r} is not a file of the entry")
     values = np.load(entry / spec["file"], allow_pickle=False)
     if values.dtype.str != spec["dtype"] or list(values.shape) != spec["shape"] \
             or zlib.crc32(memoryview(np.ascontiguousarray(values)).cast("B")) != spec["crc32"]:
@@ -185,7 +187,8 @@ def _dead_writer(temp: Path) -> bool:
     False
     """
     host, _, rest = temp.name[len(_TEMP):].rpartition("-")[0].rpartition("-")
-    if host == socket.gethostname() and rest.isdigit():
+    # POSIX only: elsewhere os.kill(pid, 0) does not test a process, it ends it
+    if os.name == "posix" and host == socket.gethostname() and rest.isdigit():
         try:
             os.kill(int(rest), 0)
         except ProcessLookupError:
