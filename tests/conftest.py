@@ -3,7 +3,9 @@ unless CRUX_REQUIRE_SYSTEM=1 (set by .ci/run), which turns those skips into fail
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -16,8 +18,10 @@ from crux_nb.testing import require_system  # noqa: F401  (tests import it from 
 from browser_stack import artifacts, browser, jupyter_lab  # noqa: F401  (session fixtures for every folder)
 
 # crux_nb.open's disk cache of derived indexes (crux_nb.store.array_cache): one of the test run's own, set before
-# anything runs (notebook kernels inherit it), so no test reads an entry another run or the user left
+# anything runs (notebook kernels inherit it), so no test reads an entry another run or the user left; removed
+# when the run ends
 os.environ["CRUX_NB_CACHE_DIR"] = tempfile.mkdtemp(prefix="crux_nb-test-cache-")
+atexit.register(shutil.rmtree, os.environ["CRUX_NB_CACHE_DIR"], True)
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
