@@ -28,6 +28,8 @@ KIND = "graph"
 #: The tables the two indexes are built from (their part checksums name the cache entry)
 DEPENDS = ["edges", "edge_evidence", "chunks", "parents", "documents"]
 _ADJACENCY, _VIEW = "adjacency.", "view."
+#: A view's arrays that may be the index's own (the default view cuts nothing): view field -> index attribute
+_SHARED = {"peer": "peer", "owner": "node", "etype": "etype"}
 
 
 def cache_key(manifest_tables: dict) -> str | None:
@@ -73,9 +75,8 @@ def _view_arrays(index: TraversalIndex, key: tuple, view: View) -> dict[str, np.
     """A cut of the index (:meth:`TraversalIndex.view`) and its incoming lists when built, as arrays; an array
     that is the index's own (the default view cuts nothing) is named, not stored."""
     types, direction, fan_out, hub_share = key
-    own = {"peer": index.peer, "owner": index.node, "etype": index.etype}
-    shared = {name: name if name != "owner" else "node" for name, whole in own.items()
-              if getattr(view, name).shape == whole.shape and np.shares_memory(getattr(view, name), whole)}
+    shared = {name: whole for name, whole in _SHARED.items() if getattr(view, name).shape == getattr(index, whole).shape
+              and np.shares_memory(getattr(view, name), getattr(index, whole))}
     about = {"key": [None if types is None else sorted(types), direction, fan_out, hub_share],
              "fan_out": view.fan_out, "hubs": view.hubs, "shared": shared}
     arrays = {"about": np.array([json.dumps(about)], dtype=object)}
@@ -96,8 +97,7 @@ def _restore_views(index: TraversalIndex, arrays: dict[str, np.ndarray]) -> None
         prefix = f"{_VIEW}{i}."
         got = {name[len(prefix):]: v for name, v in arrays.items() if name.startswith(prefix)}
         about = json.loads(got.pop("about")[0])
-        own = {"peer": index.peer, "node": index.node, "etype": index.etype}
-        got.update({name: own[whole] for name, whole in about["shared"].items()})
+        got.update({name: getattr(index, _SHARED[name]) for name in about["shared"]})
         rules = [name[len("cost."):] for name in got if name.startswith("cost.")]
         view = View(indptr=got["indptr"], peer=got["peer"], etype=got["etype"], truncated=got["truncated"],
                     spec=got["spec"], df=got["df"], fan_out=int(about["fan_out"]), owner=got["owner"],
