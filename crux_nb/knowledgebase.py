@@ -24,6 +24,7 @@ from .store.lexical import DEFAULT_SETTINGS, LexicalSettings, lexical_settings
 from .store.saving import Saving
 from .store.state import KBState, with_edges, with_entities, with_sources, without_sources
 from .validation import check_name
+from .warming import FillsCacheOnSave
 
 __all__ = ["KnowledgeBase", "knowledge_base"]
 
@@ -58,7 +59,7 @@ def knowledge_base(*, id: str = "kb", namespace: str | None = None, chunk_size: 
     return kb
 
 
-class KnowledgeBase(GraphExports, CommunityAccess, Saving, SavedIndexes):
+class KnowledgeBase(GraphExports, CommunityAccess, FillsCacheOnSave, Saving, SavedIndexes):
     """Documents, sections, chunks, entities and typed edges as pandas DataFrames.
 
     Frames returned by the properties are copies: changing them never changes
@@ -85,13 +86,12 @@ class KnowledgeBase(GraphExports, CommunityAccess, Saving, SavedIndexes):
         self._state = self._adopt(state or KBState())
         self._lock = threading.RLock()
         self._reader = None
-        self.communities_config = None
-        self._communities = None
+        self.communities_config, self._communities = None, None
         self._views: dict[str, dict] = {}
         #: import details of a knowledge base read by ``crux_nb.io.read_graphrag`` (a ``GraphRAGImport``: counts,
         #: reference resolution, warnings, GraphRAG's ids by crux id); saved with it and restored by ``crux_nb.open``
         self.graphrag: GraphRAGImport | None = None
-        self.path, self.warming = None, None  # the folder opened from or last saved to; crux_nb.open's warm thread
+        self.path, self.warming = None, None  # the folder opened from or last saved to; the open's or save's warm thread
         #: view revisions seen in this session, ``{(view id, revision): members}`` (pinned views replay them)
         self.view_revisions: dict[tuple[str, str], tuple] = {}
         self._base = None  # the generation read from or last saved (see save())

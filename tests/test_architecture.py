@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("views", ("crux_nb.views",)),
     ("evaluation", ("crux_nb.evaluation",)),
     ("facade", ("crux_nb", "crux_nb.knowledgebase", "crux_nb.opening", "crux_nb.datasets", "crux_nb.testing",
-                "crux_nb.conformance", "crux_nb.warmup")),
+                "crux_nb.conformance", "crux_nb.warmup", "crux_nb.warming")),
     ("io, widgets", ("crux_nb.io", "crux_nb.widgets")),
     # the demo application tells the whole story, views included
     ("demo", ("crux_nb.demo", "crux_nb.demo_story")),

@@ -79,15 +79,16 @@ def test_open_builds_the_graph_indexes_in_the_background_on_large_knowledge_base
     import time
 
     import crux_nb.opening
+    import crux_nb.warming
 
-    monkeypatch.setattr(crux_nb.opening, "WARM_MIN_CHUNKS", 1)  # the sample counts as large
+    monkeypatch.setattr(crux_nb.warming, "WARM_MIN_CHUNKS", 1)  # the sample counts as large
     kb = crux_nb.open(saved_sample)
     reader = kb.reader
     deadline = time.monotonic() + 30
     while "traversal" not in reader._built and time.monotonic() < deadline:  # never asked for: built by open
         time.sleep(0.01)
     assert "traversal" in reader._built
-    monkeypatch.setattr(crux_nb.opening, "WARM_MIN_CHUNKS", 10 ** 9)
+    monkeypatch.setattr(crux_nb.warming, "WARM_MIN_CHUNKS", 10 ** 9)
     cold = crux_nb.open(saved_sample).reader
     assert cold._built == {}  # a small knowledge base starts no build
     warm, fresh = reader.traversal_index, cold.traversal_index

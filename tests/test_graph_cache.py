@@ -17,6 +17,7 @@ import pytest
 
 import crux_nb
 import crux_nb.opening
+import crux_nb.warming
 from crux_nb import expand_relations, retrieve
 from crux_nb.graph import build as graph_build
 from crux_nb.graph import cached
@@ -30,7 +31,7 @@ QUESTION = "Who owns the ingest gateway?"
 def cache(tmp_path, monkeypatch):
     folder = tmp_path / "cache"
     monkeypatch.setenv("CRUX_NB_CACHE_DIR", str(folder))
-    monkeypatch.setattr(crux_nb.opening, "WARM_MIN_CHUNKS", 1)  # the sample counts as large
+    monkeypatch.setattr(crux_nb.warming, "WARM_MIN_CHUNKS", 1)  # the sample counts as large
     return folder
 
 
@@ -61,6 +62,11 @@ def test_a_second_open_reads_the_indexes_the_first_one_built(saved_sample, cache
     assert builds == [1] and len(_entries(cache)) == 1
     second = _open(saved_sample)
     assert builds == [1]  # read back, not built
+    _assert_same_indexes(first, second)
+
+
+def _assert_same_indexes(first, second):
+    """``second``'s indexes (read from the cache) are array for array ``first``'s (built), and answer the same."""
     built, read = first.reader.traversal_index, second.reader.traversal_index
     for name, values in built.arrays().items():
         got = read.arrays()[name]
@@ -97,6 +103,7 @@ def test_other_tables_are_another_entry(saved_sample, cache, tmp_path, monkeypat
     shutil.copytree(saved_sample, changed)
     kb = crux_nb.open(changed)
     kb.add_text("late.md", "# Late\n\nThe ingest gateway moved to Lisbon.")
+    monkeypatch.setattr(crux_nb.warming, "warm_saved", lambda kb: None)  # this save leaves the cache as it is
     kb.save(changed)
     builds = _counting_builds(monkeypatch)
     reopened = _open(changed)
@@ -229,6 +236,7 @@ def test_tables_found_to_agree_are_not_checked_again(saved_sample, cache, tmp_pa
     shutil.copytree(saved_sample, broken)
     kb = crux_nb.open(broken)
     kb.add_text("late.md", "# Late\n\nA new page.")
+    monkeypatch.setattr(crux_nb.warming, "warm_saved", lambda kb: None)  # the save checks nothing here
     kb.save(broken)
 
     def failing(where, state):
@@ -245,9 +253,9 @@ def test_tables_found_to_agree_are_not_checked_again(saved_sample, cache, tmp_pa
 def test_a_script_that_opens_new_tables_and_ends_leaves_the_entry_written(saved_sample, cache):
     """The interpreter's exit waits for the background build's writing (a killed writer would leave a temporary
     folder and no entry)."""
-    script = ("import time, crux_nb, crux_nb.opening\n"
+    script = ("import time, crux_nb, crux_nb.warming\n"
               "from crux_nb.graph import cached\n"
-              "crux_nb.opening.WARM_MIN_CHUNKS = 1\n"
+              "crux_nb.warming.WARM_MIN_CHUNKS = 1\n"
               "keep = cached.keep\n"  # a build as slow as a big one's: still under way when the script ends
               "cached.keep = lambda reader, key: time.sleep(1.5) or keep(reader, key)\n"
               f"crux_nb.open({str(saved_sample)!r})\n")
@@ -289,3 +297,104 @@ def test_a_view_that_cuts_nothing_reads_the_index_own_arrays(cache):
     again = traversal.view(None, None, 64)
     assert np.shares_memory(again.peer, traversal.peer) and np.shares_memory(again.owner, traversal.node)
     assert np.array_equal(again.peer, view.peer) and np.array_equal(again.transposed()[1], view.transposed()[1])
+
+
+def _edited_copy(saved_sample, folder):
+    shutil.copytree(saved_sample, folder)
+    kb = crux_nb.open(folder)
+    kb.add_text("late.md", "# Late\n\nThe ingest gateway moved to Lisbon; Priya Raman owns it now.")
+    return kb
+
+
+def test_a_save_fills_the_cache_for_the_generation_it_wrote(saved_sample, cache, tmp_path, monkeypatch):
+    """A notebook restart after an edit: the first open of the saved generation builds and checks nothing."""
+    from crux_nb.store import integrity
+
+    kb = _edited_copy(saved_sample, tmp_path / "edited")
+    kb.save(tmp_path / "edited")
+    assert kb.warming is not None and kb.warming.name == "crux_nb-fill"
+    kb.warming.join(60)
+    key = cached.cache_key(read_saved(tmp_path / "edited").manifest["tables"])
+    assert key in _entries(cache)
+    builds = _counting_builds(monkeypatch)
+    checked, real = [], integrity._check_agreement
+    monkeypatch.setattr(integrity, "_check_agreement", lambda where, state: checked.append(where) or real(where, state))
+    reopened = _open(tmp_path / "edited")
+    assert builds == [] and checked == []  # read and remembered, not built or checked
+    monkeypatch.setenv("CRUX_NB_CACHE_DIR", "off")
+    rebuilt = _open(tmp_path / "edited")
+    assert builds == [1]
+    _assert_same_indexes(rebuilt, reopened)
+    assert len(_answer(reopened)) and _answer(kb) == _answer(reopened)
+
+
+def test_a_save_writes_the_indexes_a_query_built_without_building_them_again(cache, tmp_path, monkeypatch):
+    from crux_nb.datasets import load_sample
+
+    kb = load_sample()
+    kb.extract_entities(progress=False)
+    builds = _counting_builds(monkeypatch)
+    first = _answer(kb)  # the query builds the graph's indexes
+    kb.save(tmp_path / "kb")
+    kb.warming.join(60)
+    assert builds == [1] and len(_entries(cache)) == 1
+    reopened = _open(tmp_path / "kb")
+    assert builds == [1] and _answer(reopened) == first
+
+
+def test_a_save_that_changes_no_table_the_cache_names_does_nothing(saved_sample, cache, tmp_path):
+    _open(saved_sample)  # the entry and the checks' memo are there
+    shutil.copytree(saved_sample, tmp_path / "again")
+    kb = crux_nb.open(tmp_path / "again")
+    kb.warming.join(60)
+    kb.save(tmp_path / "again")  # the same tables (linked parts): their entries exist
+    assert kb.warming.name == "crux_nb-warm" and len(_entries(cache)) == 1
+
+
+def test_a_save_fills_nothing_when_small_or_the_cache_is_off(saved_sample, cache, tmp_path, monkeypatch):
+    monkeypatch.setattr(crux_nb.warming, "WARM_MIN_CHUNKS", 10 ** 9)
+    kb = _edited_copy(saved_sample, tmp_path / "small")
+    kb.save(tmp_path / "small")
+    assert kb.warming is None and _entries(cache) == []
+    monkeypatch.setattr(crux_nb.warming, "WARM_MIN_CHUNKS", 1)
+    monkeypatch.setenv("CRUX_NB_CACHE_DIR", "off")
+    kb.add_text("later.md", "# Later\n\nAnother page.")
+    kb.save(tmp_path / "small")
+    assert kb.warming is None and not cache.exists()
+
+
+def test_a_script_that_saves_and_ends_leaves_the_entry_written(saved_sample, cache, tmp_path):
+    """The exit waits for the save's background fill, as for an open's."""
+    folder = tmp_path / "edited"
+    shutil.copytree(saved_sample, folder)
+    script = ("import time, crux_nb, crux_nb.warming\n"
+              "from crux_nb.graph import cached\n"
+              "crux_nb.warming.WARM_MIN_CHUNKS = 10 ** 9\n"  # the open leaves the cache alone
+              f"kb = crux_nb.open({str(folder)!r})\n"
+              "crux_nb.warming.WARM_MIN_CHUNKS = 1\n"
+              "keep = cached.keep\n"  # a fill as slow as a big one's: still under way when the script ends
+              "cached.keep = lambda reader, key: time.sleep(1.5) or keep(reader, key)\n"
+              "kb.add_text('late.md', '# Late\\n\\nA new page.')\n"
+              f"kb.save({str(folder)!r})\n")
+    env = {**os.environ, "CRUX_NB_CACHE_DIR": str(cache)}
+    subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=120)
+    assert _entries(cache) == [cached.cache_key(read_saved(folder).manifest["tables"])]
+
+
+def test_a_burst_of_saves_fills_the_cache_once_for_the_last_one(saved_sample, cache, tmp_path, monkeypatch):
+    folder = tmp_path / "edited"
+    kb = _edited_copy(saved_sample, folder)
+    kb.warming.join(60)
+    before = set(_entries(cache))
+    kept, keep = [], cached.keep
+    monkeypatch.setattr(cached, "keep", lambda reader, key: kept.append(key) or keep(reader, key))
+    with crux_nb.warming._FILLING:  # a fill under way: the saves below queue theirs
+        kb.save(folder)
+        first = kb.warming
+        kb.add_text("later.md", "# Later\n\nAnother page about the gateway.")
+        kb.save(folder)
+        assert kb.warming is not first
+    first.join(60)
+    kb.warming.join(60)
+    assert set(_entries(cache)) - before == {cached.cache_key(read_saved(folder).manifest["tables"])}
+    assert len(kept) == 1  # the first save's generation was superseded before its turn came

@@ -64,12 +64,13 @@ def _recipe(kb):
 
 def test_open_prepares_what_the_default_expansion_reads(saved_sample, monkeypatch):
     import crux_nb.opening
+    import crux_nb.warming
     from crux_nb.graph import frontier_index
     from crux_nb.retrieval.expand import entity_match, titles
 
     started = []
     real_warm = crux_nb.opening.warm
-    monkeypatch.setattr(crux_nb.opening, "WARM_MIN_CHUNKS", 1)  # the sample counts as large
+    monkeypatch.setattr(crux_nb.warming, "WARM_MIN_CHUNKS", 1)  # the sample counts as large
     monkeypatch.setattr(crux_nb.opening, "warm", lambda kb, **k: started.append(real_warm(kb, **k)) or started[-1])
     kb = crux_nb.open(saved_sample)
     started[0].join(30)
@@ -80,20 +81,21 @@ def test_open_prepares_what_the_default_expansion_reads(saved_sample, monkeypatc
     hits = _recipe(kb).retrieve("Who owns the ingest gateway?")
     assert builds == []  # the first query found each one built
     assert "content" in kb.state.lookup.columns  # and the chunk columns a hit is made of
-    monkeypatch.setattr(crux_nb.opening, "WARM_MIN_CHUNKS", 10 ** 9)
+    monkeypatch.setattr(crux_nb.warming, "WARM_MIN_CHUNKS", 10 ** 9)
     assert hits == _recipe(crux_nb.open(saved_sample)).retrieve("Who owns the ingest gateway?")
 
 
 def test_a_failed_background_build_is_left_to_the_query(saved_sample, monkeypatch):
     import crux_nb.opening
+    import crux_nb.warming
 
     def broken(reader, state, step=None):
         raise RuntimeError("no memory")
 
-    monkeypatch.setattr(crux_nb.opening, "WARM_MIN_CHUNKS", 1)
-    monkeypatch.setattr(crux_nb.opening, "prepare_expansion", broken)
+    monkeypatch.setattr(crux_nb.warming, "WARM_MIN_CHUNKS", 1)
+    monkeypatch.setattr(crux_nb.warming, "prepare_expansion", broken)
     kb = crux_nb.open(saved_sample)  # opens anyway; the query builds what it needs
-    monkeypatch.setattr(crux_nb.opening, "WARM_MIN_CHUNKS", 10 ** 9)
+    monkeypatch.setattr(crux_nb.warming, "WARM_MIN_CHUNKS", 10 ** 9)
     assert _recipe(kb).retrieve("Who owns the ingest gateway?") == \
         _recipe(crux_nb.open(saved_sample)).retrieve("Who owns the ingest gateway?")
 
@@ -154,6 +156,7 @@ def test_the_background_build_reads_names_only_once_the_saved_lexical_index_is_i
     statistics it brings: a build that read them ahead of the install counted every chunk's identifiers itself
     (seconds at 200k chunks), while the install waited on its lock."""
     import crux_nb.opening
+    import crux_nb.warming
     from crux_nb.retrieval.retriever import lexical_index
 
     counted, started = [], []
@@ -167,7 +170,7 @@ def test_the_background_build_reads_names_only_once_the_saved_lexical_index_is_i
     monkeypatch.setattr(lexical_index, "identifier_counts", lambda texts: counted.append(1) or real_count(texts))
     monkeypatch.setattr(crux_nb.opening, "install_indexes", slow_install)
     monkeypatch.setattr(crux_nb.opening, "warm", lambda kb, **k: started.append(real_warm(kb, **k)) or started[-1])
-    monkeypatch.setattr(crux_nb.opening, "WARM_MIN_CHUNKS", 1)
+    monkeypatch.setattr(crux_nb.warming, "WARM_MIN_CHUNKS", 1)
     crux_nb.open(saved_sample)
     started[0].join(30)
     assert counted == []
@@ -176,6 +179,7 @@ def test_the_background_build_reads_names_only_once_the_saved_lexical_index_is_i
 def test_the_graph_is_built_while_the_saved_lexical_index_is_installed(saved_sample, monkeypatch):
     """The graph's indexes read no saved index: their build starts before the install, on the other core."""
     import crux_nb.opening
+    import crux_nb.warming
 
     seen, real_install = [], crux_nb.opening.install_indexes
 
@@ -187,6 +191,6 @@ def test_the_graph_is_built_while_the_saved_lexical_index_is_installed(saved_sam
         real_install(state, indexes)
 
     monkeypatch.setattr(crux_nb.opening, "install_indexes", watching_install)
-    monkeypatch.setattr(crux_nb.opening, "WARM_MIN_CHUNKS", 1)
+    monkeypatch.setattr(crux_nb.warming, "WARM_MIN_CHUNKS", 1)
     crux_nb.open(saved_sample)
     assert seen == [True]

@@ -5,8 +5,9 @@ build again, kept under a key naming the content it was built from, so a new pro
 The graph's indexes are the user (``crux_nb.open``; :mod:`crux_nb.graph.cached`). They are not saved with the
 generation: they number every ref in sorted order, so one small source shifts most numbers and a save would
 rewrite most of them (against "a save writes what changed", :mod:`crux_nb.store.parts`). A cache keyed by the
-tables' part checksums costs a save nothing and is never wrong for the content it names; after a change the
-first open builds the index as before and caches it for the next.
+tables' part checksums costs a save no bytes in the knowledge base and is never wrong for the content it names.
+A save fills it for the generation it wrote (``crux_nb.warming``); tables from elsewhere are built by their first
+open, which caches them for the next.
 
 Where: ``$CRUX_NB_CACHE_DIR``, else ``$XDG_CACHE_HOME/crux_nb``, else ``~/.cache/crux_nb`` (numba caches its
 compiled loops the same way); ``CRUX_NB_CACHE_DIR=off`` turns it off. One entry is a folder ``<kind>/<key>/`` of
@@ -33,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["cache_root", "read_arrays", "write_arrays", "code_digest", "KEEP", "FORMAT"]
+__all__ = ["cache_root", "has_entry", "read_arrays", "write_arrays", "code_digest", "KEEP", "FORMAT"]
 
 #: Entries kept per kind: one knowledge base's current content and a few others (~100 MB each at 200k chunks)
 KEEP = 4
@@ -77,6 +78,13 @@ def code_digest(*packages: str) -> str | None:
     except OSError:
         return None
     return digest.hexdigest()
+
+
+def has_entry(kind: str, key: str | None) -> bool:
+    """Whether an entry is cached under ``kind`` and ``key`` (a whole one: written entries are renamed into place
+    with their ``meta.json``), without reading it."""
+    root = cache_root()
+    return root is not None and bool(key) and (root / kind / key / "meta.json").is_file()
 
 
 def read_arrays(kind: str, key: str) -> dict[str, np.ndarray] | None:

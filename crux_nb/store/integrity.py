@@ -25,7 +25,7 @@ from .generations import RESTORE
 from .indexes import fingerprint
 from .splice import ascending
 
-__all__ = ["check_manifest_kb", "check_tables", "checks_key", "MissingTableWarning", "CHECKED_TABLES"]
+__all__ = ["check_manifest_kb", "check_tables", "checks_key", "remember_agreement", "MissingTableWarning", "CHECKED_TABLES"]
 
 #: The tables :func:`check_tables` reads (their part checksums name what it found)
 CHECKED_TABLES = ["documents", "parents", "chunks", "edges", "edge_evidence"]
@@ -80,6 +80,19 @@ def check_tables(root: Path, generation: str, manifest: dict, state: Any, *, key
     _check_agreement(where, state)
     if key is not None:
         write_arrays(CHECKS, key, {})
+
+
+def remember_agreement(state: Any, key: str | None) -> bool:
+    """Check that ``state``'s tables agree and remember it under ``key`` (:func:`checks_key` of the parts they
+    were just saved as), so the first open of that generation skips the check; whether it was remembered (never
+    when they disagree: that open then checks and refuses them)."""
+    if key is None:
+        return False
+    try:
+        _check_agreement("the saved tables", state)
+    except StorageError:
+        return False
+    return write_arrays(CHECKS, key, {})
 
 
 def _check_agreement(where: str, state: Any) -> None:

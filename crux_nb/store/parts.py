@@ -39,7 +39,7 @@ import pyarrow.parquet as pq
 from .generations import fsync_dir, generation_folder, inside, kept
 
 __all__ = ["PART_BYTES", "PartPool", "part_pool", "cut_points", "write_table", "fsync_dir", "remember",
-           "link_unchanged"]
+           "saved_entries", "link_unchanged"]
 
 #: About this much text (uncompressed) per part of a big table: one small change rewrites about this much.
 PART_BYTES = 1 << 20
@@ -238,6 +238,13 @@ def remember(shared: dict, table: str, frame: pd.DataFrame, entry: Any) -> None:
     the same frame object links those parts without encoding the table again."""
     if isinstance(entry, dict) and isinstance(entry.get("parts"), list):
         shared.setdefault(_SAVED, {})[table] = (weakref.ref(frame), entry)
+
+
+def saved_entries(state: Any) -> dict[str, dict]:
+    """The manifest entry of each of ``state``'s tables that is stored as it is in memory (the very frame object
+    was last saved or read as those parts: :func:`remember`), keyed by table; a table changed since is left out."""
+    found = state.shared.get(_SAVED, {})
+    return {table: entry for table, (frame, entry) in list(found.items()) if frame() is state.frame(table)}
 
 
 def link_unchanged(folder: Path, shared: dict, table: str, frame: pd.DataFrame, *, partition_rows: int,

@@ -38,6 +38,11 @@ class Saving:
         Safe to call while other threads change this knowledge base: the save writes the state it started
         from, and changes made meanwhile stay (unsaved) in memory.
 
+        From 10,000 chunks a background thread then caches, outside the folder, what the first open of the
+        generation written would build and check (the graph's indexes, the tables' agreement), so a notebook
+        restarted after the save opens it as fast as an unchanged one (``crux_nb.warming.warm_saved``;
+        ``kb.warming`` is the thread; ``CRUX_NB_CACHE_DIR=off`` turns it off).
+
         Examples
         --------
         >>> import tempfile, crux_nb
@@ -63,7 +68,12 @@ class Saving:
         persist.check_path("kb.save()", path)
         generation = persist.save(self, path, partition_rows=partition_rows, overwrite=overwrite, merge=merge, keep=keep)
         self.path = path
+        self.after_save()
         return generation
+
+    def after_save(self) -> None:
+        """Called once a save is committed (``KnowledgeBase`` fills the disk cache for the generation written:
+        ``crux_nb.warming``)."""
 
     @property
     def base(self):
