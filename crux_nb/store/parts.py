@@ -9,8 +9,10 @@ text; it is recorded per table in the manifest and kept while the table stays wi
 was chosen for, so boundaries do not all move when a table grows a little. A table below that size is one
 part (split every ``partition_rows`` rows, as before).
 
-Each part is encoded to Parquet in memory and named by the SHA-256 of its bytes (recorded in the manifest, as
-before). A part whose SHA-256 an earlier generation kept already lists is not written again: the new
+Each part is named by the SHA-256 of its Parquet bytes (recorded in the manifest, as before) and by the *row
+digest* of its values (``"rows_sha256"``, :mod:`crux_nb.store.row_digest`: read from the Arrow buffers in place,
+no encoding). A part whose rows a kept generation's part holds is linked without encoding it; the others are
+encoded in memory. A part whose SHA-256 an earlier generation kept already lists is not written again: the new
 generation's file is a hard link to the earlier one (a copy where the file system has no hard links), so it
 costs a directory entry instead of its bytes. Generations stay self-contained folders: retention deletes a
 generation's folder, and a part lives on as long as a kept generation links it; a reader of generation
@@ -37,6 +39,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .generations import fsync_dir, generation_folder, inside, kept
+from .row_digest import row_digests
 
 __all__ = ["PART_BYTES", "PartPool", "part_pool", "cut_points", "write_table", "fsync_dir", "remember",
            "saved_entries", "link_unchanged"]
@@ -58,9 +61,11 @@ class Reusable:
 class PartPool:
     """The part files of the kept generations, by SHA-256: what a save may link instead of writing."""
 
-    def __init__(self, parts: dict[str, Reusable] | None = None, cuts: dict[str, int] | None = None):
+    def __init__(self, parts: dict[str, Reusable] | None = None, cuts: dict[str, int] | None = None,
+                 by_rows: dict[str, str] | None = None):
         self.parts = parts or {}
         self.cuts = cuts or {}
+        self.by_rows = by_rows or {}  # row digest (crux_nb.store.row_digest) -> SHA-256 of a part holding those rows
         self.written = 0  # bytes this save wrote to part files
         self.linked = 0  # bytes it reused
 
@@ -93,6 +98,7 @@ def part_pool(root: Path) -> PartPool:
     generations are skipped; a listed file that is gone is simply not reused)."""
     parts: dict[str, Reusable] = {}
     cuts: dict[str, int] = {}
+    by_rows: dict[str, str] = {}
     for generation in kept(root):
         try:
             folder = generation_folder(root, generation)
@@ -103,8 +109,9 @@ def part_pool(root: Path) -> PartPool:
             if isinstance(entry.get("cut_bits"), int):
                 cuts[name] = entry["cut_bits"]  # the newest generation's choice wins (kept() is oldest first)
             for part in entry["parts"]:
-                _add(parts, root, where, part)
-    return PartPool(parts, cuts)
+                if _add(parts, root, where, part) and isinstance(part.get("rows_sha256"), str):
+                    by_rows.setdefault(part["rows_sha256"], part["sha256"])
+    return PartPool(parts, cuts, by_rows)
 
 
 def _datasets(manifest: Any, folder: Path):
@@ -123,39 +130,42 @@ def _datasets(manifest: Any, folder: Path):
                 yield f"{name}/{frame}", folder / "indexes" / name / frame, entry
 
 
-def _add(parts: dict[str, Reusable], root: Path, folder: Path, part: Any) -> None:
+def _add(parts: dict[str, Reusable], root: Path, folder: Path, part: Any) -> bool:
+    """Add one manifest part entry to ``parts``; False when it is not reusable (malformed, or leaving ``root``)."""
     if not (isinstance(part, dict) and isinstance(part.get("file"), str) and isinstance(part.get("sha256"), str)
             and isinstance(part.get("rows"), int)) or "/" in part["file"] or part["file"].startswith("."):
-        return
+        return False
     path = folder / part["file"]
     try:
         inside(root, path, "a part file")
     except Exception:  # a link leaving the folder is never reused (reading it raises on open)
-        return
+        return False
     size = part.get("bytes")
     parts.setdefault(part["sha256"], Reusable(path, part["rows"], size if isinstance(size, int) else None))
+    return True
 
 
 def _bytes_per_row(frame: pd.DataFrame) -> float:
     """Text bytes per row, estimated on evenly spaced rows (numbers count 8 bytes)."""
     if not len(frame):
         return 1.0
-    sample = frame.iloc[np.linspace(0, len(frame) - 1, min(_SAMPLE, len(frame))).astype(int)]
+    rows = np.linspace(0, len(frame) - 1, min(_SAMPLE, len(frame))).astype(int).tolist()
     total = 0.0
-    for column in sample.columns:
-        values = sample[column]
+    for column in frame.columns:
+        values = frame[column]
         if pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
-            total += 8 * len(values)
-        else:
-            total += float(sum(len(v) if isinstance(v, (str, bytes)) else len(str(v)) for v in values.tolist()))
-    return max(total / len(sample), 1.0)
+            total += 8 * len(rows)
+        else:  # value by value: a take of an Arrow column of many chunks would join them all first
+            array = values.array
+            total += float(sum(len(v) if isinstance(v, (str, bytes)) else len(str(v)) for v in map(array.__getitem__, rows)))
+    return max(total / len(rows), 1.0)
 
 
-def cut_bits(frame: pd.DataFrame, keys: np.ndarray, previous: int | None, part_bytes: int | None = None) -> int:
+def cut_bits(frame: pd.DataFrame, n_keys: int, previous: int | None, part_bytes: int | None = None) -> int:
     """How many low hash bits must be zero at a boundary, for parts of about ``part_bytes`` (default
-    :data:`PART_BYTES`); the previous generation's choice while it stays within a factor 4 (2 bits) of the ideal."""
+    :data:`PART_BYTES`) in a table of ``n_keys`` runs of equal keys; the previous generation's choice while it
+    stays within a factor 4 (2 bits) of the ideal."""
     rows_per_part = (part_bytes or PART_BYTES) / _bytes_per_row(frame)
-    n_keys = int(np.count_nonzero(keys[1:] != keys[:-1])) + 1 if len(keys) else 1
     ideal = max(0, round(math.log2(max(rows_per_part * n_keys / max(len(frame), 1), 1.0))))
     return previous if previous is not None and abs(previous - ideal) <= 2 else ideal
 
@@ -184,12 +194,11 @@ def cut_points(frame: pd.DataFrame, *, partition_rows: int, previous_bits: int |
         column = frame[frame.columns[0]]
         if not (pd.api.types.is_string_dtype(column) or pd.api.types.is_integer_dtype(column)) or column.isna().any():
             column = pd.Series([repr(v) for v in column.tolist()], dtype="str")
-        keys = pd.util.hash_pandas_object(column, index=False).to_numpy()
-        bits = cut_bits(frame, keys, previous_bits, part_bytes)
-        mask = np.uint64((1 << bits) - 1)
-        boundary = (keys[1:] & mask) == 0
-        boundary &= keys[1:] != keys[:-1]  # never inside one key's rows
-        starts += (np.flatnonzero(boundary) + 1).tolist()
+        runs = _run_starts(column)  # never cut inside one key's rows, so only a run's first key is hashed
+        keys = pd.util.hash_pandas_object(column.iloc[runs], index=False).to_numpy()
+        bits = cut_bits(frame, len(runs), previous_bits, part_bytes)
+        boundary = (keys[1:] & np.uint64((1 << bits) - 1)) == 0
+        starts += runs[1:][boundary].tolist()
     ends = starts[1:] + [max(n, 0)]
     spans = []
     for start, end in zip(starts, ends):
@@ -197,11 +206,18 @@ def cut_points(frame: pd.DataFrame, *, partition_rows: int, previous_bits: int |
     return spans or [(0, 0)], bits
 
 
-def encode(piece: pd.DataFrame, schema: pa.Schema) -> bytes:
+def encode(piece: pa.Table) -> bytes:
     """One part's Parquet bytes (the same rows always give the same bytes, wherever they sit in the table)."""
     sink = pa.BufferOutputStream()
-    pq.write_table(pa.Table.from_pandas(piece, schema=schema, preserve_index=False), sink)
+    pq.write_table(piece, sink)
     return sink.getvalue().to_pybytes()
+
+
+def _run_starts(column: pd.Series) -> np.ndarray:
+    """The rows where ``column``'s value differs from the row before (row 0 included)."""
+    values = column.array
+    differs = np.asarray(values[1:] != values[:-1], dtype=bool)
+    return np.concatenate([[0], np.flatnonzero(differs) + 1]).astype(np.int64)
 
 
 def write_table(folder: Path, frame: pd.DataFrame, *, partition_rows: int, pool: PartPool | None = None,
@@ -212,22 +228,37 @@ def write_table(folder: Path, frame: pd.DataFrame, *, partition_rows: int, pool:
     pool = pool if pool is not None else PartPool()
     folder.mkdir()
     schema = pa.Schema.from_pandas(frame, preserve_index=False)
+    arrow = pa.Table.from_pandas(frame, schema=schema, preserve_index=False)  # the frame's own buffers, no copy
     spans, bits = cut_points(frame, partition_rows=partition_rows, previous_bits=pool.cuts.get(table or folder.name),
                              part_bytes=part_bytes)
     parts = []
-    for number, (start, end) in enumerate(spans):
+    for number, ((start, end), rows_digest) in enumerate(zip(spans, row_digests(arrow, spans))):
         file = folder / f"part-{number:05d}.parquet"
-        data = encode(frame.iloc[start:end], schema)
-        digest = hashlib.sha256(data).hexdigest()
-        if not pool.reuse(digest, end - start, len(data), file):
-            _write_bytes(file, data)
-            pool.written += len(data)
-        parts.append({"file": file.name, "rows": end - start, "sha256": digest, "bytes": len(data)})
+        part = _linked_by_rows(pool, rows_digest, end - start, file)  # rows an earlier part holds: not encoded
+        if part is None:
+            data = encode(arrow.slice(start, end - start))
+            part = {"file": file.name, "rows": end - start, "sha256": hashlib.sha256(data).hexdigest(),
+                    "bytes": len(data)}
+            if not pool.reuse(part["sha256"], end - start, len(data), file):
+                _write_bytes(file, data)
+                pool.written += len(data)
+        if rows_digest is not None:
+            part["rows_sha256"] = rows_digest
+        parts.append(part)
     fsync_dir(folder)
     entry = {"folder": folder.name, "rows": len(frame), "parts": parts}
     if bits is not None:
         entry["cut_bits"] = bits
     return entry
+
+
+def _linked_by_rows(pool: PartPool, rows_digest: str | None, rows: int, file: Path) -> dict | None:
+    """The manifest entry of ``file`` linked to an earlier part holding the same rows (its row digest), or None."""
+    digest = pool.by_rows.get(rows_digest) if rows_digest is not None else None
+    found = pool.parts.get(digest) if digest is not None else None
+    if found is None or found.size is None or not pool.reuse(digest, rows, found.size, file):
+        return None
+    return {"file": file.name, "rows": rows, "sha256": digest, "bytes": found.size}
 
 
 _SAVED = "saved-parts"  # KBState.shared key: table -> (weak reference to the frame, its manifest entry)

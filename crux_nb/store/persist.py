@@ -71,9 +71,16 @@ def _write_json(path: Path, value: Any) -> None:
 def _to_storable(frame: pd.DataFrame, table: str) -> pd.DataFrame:
     out = frame.copy()
     for column in JSON_COLUMNS.get(table, ()):
-        out[column] = pd.Series([json.dumps(v, sort_keys=True, ensure_ascii=False) for v in out[column]],
-                                dtype="str", index=out.index)
+        out[column] = pd.Series([_json_text(v) for v in out[column].tolist()], dtype="str", index=out.index)
     return out
+
+
+def _json_text(value: Any) -> str:
+    """A JSON column's text; the empty values most rows hold without a call to ``json.dumps`` (3.5 us each:
+    0.7 s of a save at 200k chunks)."""
+    if not value and isinstance(value, (dict, tuple, list)):
+        return "[]" if isinstance(value, (tuple, list)) else "{}"
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
 def _from_storable(frame: pd.DataFrame, table: str) -> pd.DataFrame:

@@ -60,9 +60,9 @@ def lexical_frames(state: Any) -> dict | None:
         "source_key": np.repeat(keys, n_postings),
         "row": np.concatenate([a[1] for a in arrays]).astype(np.int32),
         "term": np.concatenate([a[0] for a in arrays]).astype(np.int32),
-        "tf": np.concatenate([a[2] for a in arrays]).astype(np.float32)})
+        "tf": np.concatenate([a[2] for a in arrays]).astype(np.float32)}, copy=False)  # fresh arrays: not stacked
     lengths = pd.DataFrame({"source_key": chunk_keys,
-                            "length": np.concatenate([a[3] for a in arrays]).astype(np.int64)})
+                            "length": np.concatenate([a[3] for a in arrays]).astype(np.int64)}, copy=False)
     per_source = pd.DataFrame({
         "source_id": pd.Series(sources, dtype="str"),
         "content_hash": pd.Series([key[1] for key, _, _ in spans], dtype="str"),
