@@ -113,3 +113,35 @@ def test_query_tokens_equal_bm25s_tokenize(query):
     shared = lexical_index.SharedTokens()
     expected = bm25s.tokenize([query], stopwords="en", return_ids=False, show_progress=False)[0]
     assert shared.query_tokens(query) == list(expected)
+
+
+@pytest.mark.parametrize("opened", [False, True])
+def test_saved_frames_hold_each_sources_token_arrays_in_chunk_order(tmp_path, opened):
+    """The frames a save writes are cut from the state's own index (no second join of every source's arrays):
+    per source, exactly its token arrays, rows counted from its first chunk; the next query reuses that index."""
+    from crux_nb.retrieval.retriever.lexical_index import _source_spans
+    from crux_nb.retrieval.retriever.lexical_store import lexical_frames
+
+    kb = _kb()
+    if opened:  # the index installed whole from a saved generation, then changed
+        kb.save(tmp_path / "kb")
+        kb = crux_nb.open(tmp_path / "kb")
+    kb.add_text("aaa-first.md", "# First\n\nA source sorted before the others, about the ingest gateway.")
+    kb.remove(sorted(kb.documents["source_id"])[3])
+    state = kb.state
+    frames = lexical_frames(state)["frames"]
+    shared = state.shared[("bm25-tokens", BM25Leg().settings(state))]
+    postings, lengths = frames["postings"], frames["lengths"]
+    counts = frames["sources"]["postings"].to_numpy()
+    ends = np.cumsum(counts)
+    for i, (key, start, end) in enumerate(_source_spans(state)):
+        terms, rows, tfs, chunk_lengths = shared.sources[key]
+        part = postings.iloc[ends[i] - counts[i]:ends[i]]
+        assert np.array_equal(part["term"].to_numpy(), terms) and np.array_equal(part["row"].to_numpy(), rows)
+        assert np.array_equal(part["tf"].to_numpy(), tfs)
+        assert np.array_equal(lengths["length"].to_numpy()[start:end], chunk_lengths)
+    assert ends[-1] == len(postings) and len(lengths) == len(state.chunks)
+    index = BM25Leg()._index(state)
+    assert np.shares_memory(postings["term"].to_numpy(), index.terms)  # taken, not copied
+    for query in QUERIES:
+        assert np.array_equal(BM25Leg().scores(state, query), bm25s_scores(state, query))

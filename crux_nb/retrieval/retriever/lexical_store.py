@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ...store.lexical import settings_from_record, settings_record
-from .lexical_index import _SHARED_LOCK, SharedTokens, _source_spans, build_index, corpus_code_like, global_rows
+from .lexical_index import _SHARED_LOCK, SharedTokens, _source_spans, corpus_code_like, global_rows
 
 __all__ = ["NAME", "SavedIndexes", "lexical_frames", "install_lexical"]
 
@@ -40,29 +40,36 @@ def lexical_frames(state: Any) -> dict | None:
 
     if not len(state.chunks):
         return None
-    leg = BM25Leg()
-    settings = leg.settings(state)
-    build_index(state, k1=leg.k1, b=leg.b, settings=settings)
-    corpus_code_like(state)
-    shared: SharedTokens = state.shared[("bm25-tokens", settings)]
+    # the state's own index (the next query reads it too): its arrays are the postings in source order, so the
+    # frames take them as they are instead of joining every source's arrays again (each a fresh 72 MB at 18M
+    # postings, which is what costs most on a virtual machine)
+    index = BM25Leg()._index(state)
+    corpus_code_like(state)  # every source's identifier counts, saved below
+    shared: SharedTokens = index.shared
+    settings = shared.settings
     counts = state.shared.get("lexical-identifier-counts", {})
     spans = _source_spans(state)
     with shared.lock:
-        arrays = [shared.sources[key] for key, _, _ in spans]
         vocab = list(shared.vocab)
     sources = [key[0] for key, _, _ in spans]
-    n_postings = [len(a[0]) for a in arrays]
+    starts = np.asarray([a for _, a, _ in spans], dtype=np.int64)
+    # a source's postings are the index's rows in its chunk range (rows ascend: sources in chunk order, each
+    # source's postings by row)
+    bounds = np.searchsorted(index.rows, np.append(starts, len(state.chunks)).astype(index.rows.dtype))  # no cast
+    n_postings = np.diff(bounds)
+    if bounds[0] != 0 or bounds[-1] != len(index.rows):
+        raise ValueError("lexical index rows outside the chunks")
     # one int64 per row naming its source (a hash of the id): a part boundary never splits a source, and it
     # costs a fraction of a repeated string column on millions of postings
     keys = pd.util.hash_array(np.asarray(sources, dtype=object)).view(np.int64)
     chunk_keys = np.repeat(keys, [b - a for _, a, b in spans])
     postings = pd.DataFrame({
         "source_key": np.repeat(keys, n_postings),
-        "row": np.concatenate([a[1] for a in arrays]).astype(np.int32),
-        "term": np.concatenate([a[0] for a in arrays]).astype(np.int32),
-        "tf": np.concatenate([a[2] for a in arrays]).astype(np.float32)}, copy=False)  # fresh arrays: not stacked
-    lengths = pd.DataFrame({"source_key": chunk_keys,
-                            "length": np.concatenate([a[3] for a in arrays]).astype(np.int64)}, copy=False)
+        "row": index.rows - np.repeat(starts.astype(index.rows.dtype), n_postings),
+        "term": index.terms.astype(np.int32, copy=False),
+        "tf": index.tfs.astype(np.float32, copy=False)}, copy=False)  # the index's arrays, not copied
+    lengths = pd.DataFrame({"source_key": chunk_keys, "length": index.lengths.astype(np.int64, copy=False)},
+                           copy=False)
     per_source = pd.DataFrame({
         "source_id": pd.Series(sources, dtype="str"),
         "content_hash": pd.Series([key[1] for key, _, _ in spans], dtype="str"),
