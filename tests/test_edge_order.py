@@ -183,3 +183,41 @@ def test_a_damaged_edge_part_read_on_the_second_thread_is_reported_as_such(tmp_p
     with pytest.raises(StorageError, match=f"table '{table}'.*checksum mismatch") as info:
         crux_nb.open(root)
     assert info.value.code == "checksum_mismatch"
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_coded_sort_orders_rows_exactly_as_the_text_sort(seed):
+    """Evidence order sorts integers that sort as the texts do; the permutation is the text sort's, ties in row
+    order (a part's bytes, and so its reuse, depend on it)."""
+    from crux_nb.store.edge_order import _order
+    from crux_nb.store.state import text_order
+
+    rng = np.random.default_rng(seed)
+    n = 400
+    refs = np.array(["chunk:a:c0000", "chunk:a:c0001", "chunk:b:c0000", "chunk:é:c0000", "chunk:Z:c0003",
+                     "chunk:a b:c0000", "chunk:日本:c0001", "chunk:a:c00000"])
+    hex_ids = [f"edge_{v:016x}" for v in rng.integers(0, 2**63, n // 4).tolist()]
+    ids = rng.choice(hex_ids if seed % 2 else hex_ids + ["custom-id", "edge_xyz"], n)
+    frame = pd.DataFrame({"chunk_ref": rng.choice(refs, n), "edge_id": ids,
+                          "provenance": rng.choice(["extractor", "manual", "ünï"], n)}, dtype="str")
+    for by in (["chunk_ref", "edge_id", "provenance"], ["chunk_ref", "edge_id"], ["provenance"]):
+        assert _order(frame, by).tolist() == text_order(frame, by).tolist()
+    frame.loc[3, "chunk_ref"] = None  # a missing value: the text sort's own order (last)
+    assert _order(frame, ["chunk_ref", "edge_id"]).tolist() == text_order(frame, ["chunk_ref", "edge_id"]).tolist()
+
+
+@pytest.mark.parametrize("hex_ids", [True, False])
+def test_an_edge_is_placed_by_its_first_evidence_chunk_or_its_from_ref(hex_ids):
+    from crux_nb.store.edge_order import _first_chunk
+
+    rng = np.random.default_rng(3)
+    ids = sorted({f"edge_{v:016x}" if hex_ids else f"e{v:05d}" for v in rng.integers(0, 10**5, 300).tolist()})
+    edges = pd.DataFrame({"edge_id": ids, "from_ref": [f"entity:x{i}" for i in range(len(ids))]}, dtype="str")
+    with_evidence = [e for e in ids if rng.random() < 0.7] + [("edge_ffffffffffffffff" if hex_ids else "e99999")]
+    rows = sorted((e, f"chunk:s{rng.integers(0, 9)}:c{rng.integers(0, 99):04d}") for e in with_evidence
+                  for _ in range(int(rng.integers(1, 4))))
+    evidence = pd.DataFrame(rows, columns=["edge_id", "chunk_ref"], dtype="str").drop_duplicates()
+    firsts = evidence.groupby("edge_id")["chunk_ref"].min()  # an id no edge has: left out
+    expected = [firsts.get(e, f) for e, f in zip(edges["edge_id"], edges["from_ref"])]
+    assert _first_chunk(edges, evidence).tolist() == expected
+    assert _first_chunk(edges, evidence.iloc[:0]).tolist() == edges["from_ref"].tolist()
