@@ -15,6 +15,8 @@ from crux_nb.store import parts
 from crux_nb.store.row_digest import row_digests
 from crux_nb.testing import assert_kb_equal
 
+from test_parts import _kb
+
 
 def _frame(rng: np.random.Generator, n: int) -> pd.DataFrame:
     words = np.array(["", "a", "bb", "ccc", "dé", "long text " * 5])
@@ -76,14 +78,6 @@ def test_columns_without_a_digest_are_encoded():
     assert row_digests(pa.table({"x": pa.array([None, None])}), [(0, 2)]) == [None]
 
 
-def _kb(n_sources: int = 30) -> crux_nb.KnowledgeBase:
-    kb = crux_nb.knowledge_base(id="digests", chunk_size=200)
-    for i in range(n_sources):
-        body = "\n\n".join(f"Paragraph {j} of note {i} about topic {i % 7}." for j in range(4))
-        kb.add_text(f"note-{i:03d}.md", f"# Note {i}\n\n{body}")
-    return kb
-
-
 def _manifest(root, generation: str) -> dict:
     return json.loads((root / "generations" / generation / "manifest.json").read_text())
 
@@ -91,15 +85,15 @@ def _manifest(root, generation: str) -> dict:
 def test_a_source_rewritten_with_the_same_refs_is_encoded_again(tmp_path, monkeypatch):
     """The keys a part is cut by stay the same, a value changes: that part is new, every other one is linked."""
     monkeypatch.setattr(parts, "PART_BYTES", 1_000)
-    kb = _kb()
+    kb = _kb(30)
     root = tmp_path / "kb"
     kb.save(root)
     before = kb.chunks.set_index("ref")["content"]
     encoded = []
     original = parts.encode
     monkeypatch.setattr(parts, "encode", lambda piece: encoded.append(piece) or original(piece))
-    body = "\n\n".join(f"Paragraph {j} of note 13 about topic SIX." for j in range(4))
-    kb.add_text("note-013.md", f"# Note 13\n\n{body}")
+    body = "\n\n".join(f"Paragraph {j} of note 13 about TOPIC {13 % 7} and item {j * 13 % 11}." for j in range(6))
+    kb.add_text("note-013.md", f"# Note 13\n\n{body}")  # test_parts._kb's text, one word in capitals
     after = kb.chunks.set_index("ref")["content"]
     assert list(before.index) == list(after.index) and (before != after).sum() > 0  # same refs, new text
     kb.save(root)
@@ -109,7 +103,7 @@ def test_a_source_rewritten_with_the_same_refs_is_encoded_again(tmp_path, monkey
     assert new and len(new) < len(second) / 2
     chunk_rows = [piece for piece in encoded if "content" in piece.column_names]
     assert sum(len(piece) for piece in chunk_rows) == sum(p["rows"] for p in new)
-    assert any("SIX" in text for piece in chunk_rows for text in piece.column("content").to_pylist())
+    assert any("TOPIC" in text for piece in chunk_rows for text in piece.column("content").to_pylist())
     assert_kb_equal(kb, crux_nb.open(root, verify=True))
     assert crux_nb.open(root).chunks.set_index("ref")["content"].equals(after)
 
@@ -119,7 +113,7 @@ def test_parts_listed_without_row_digests_are_encoded_and_then_carry_them(tmp_pa
     records the digests, and the next save links by them."""
     monkeypatch.setattr(parts, "PART_BYTES", 2_000)
     root = tmp_path / "kb"
-    _kb().save(root)
+    _kb(30).save(root)
     manifest_file = root / "generations" / "g000001" / "manifest.json"
     manifest = json.loads(manifest_file.read_text())
     for entry in manifest["tables"].values():
