@@ -15,7 +15,6 @@ from .store import persist
 from .graph import cached as graph_cache
 from .retrieval.retriever.lexical_store import NAME as LEXICAL, install_lexical
 from .store.integrity import check_manifest_kb, check_tables, checks_key
-from .warming import warm
 
 __all__ = ["open_knowledge_base"]
 
@@ -68,7 +67,7 @@ def open_knowledge_base(path: str | os.PathLike, *, verify: bool = True, communi
     large = len(state.chunks) >= warming.WARM_MIN_CHUNKS  # the disk cache is for what costs time: large knowledge bases
     tables = saved.manifest.get("tables") if verify and large else None  # checksums checked: they name content
     if large:  # built while the install and the checks below run (next core)
-        kb.warming = warm(kb, installed=installed, cache_key=graph_cache.cache_key(tables) if tables else None)
+        kb.warming = warming.warm(kb, installed=installed, cache_key=graph_cache.cache_key(tables) if tables else None)
     try:
         install_indexes(state, saved.indexes)
     finally:

@@ -69,9 +69,9 @@ def test_open_prepares_what_the_default_expansion_reads(saved_sample, monkeypatc
     from crux_nb.retrieval.expand import entity_match, titles
 
     started = []
-    real_warm = crux_nb.opening.warm
+    real_warm = crux_nb.warming.warm
     monkeypatch.setattr(crux_nb.warming, "WARM_MIN_CHUNKS", 1)  # the sample counts as large
-    monkeypatch.setattr(crux_nb.opening, "warm", lambda kb, **k: started.append(real_warm(kb, **k)) or started[-1])
+    monkeypatch.setattr(crux_nb.warming, "warm", lambda kb, **k: started.append(real_warm(kb, **k)) or started[-1])
     kb = crux_nb.open(saved_sample)
     started[0].join(30)
     builds = []
@@ -161,7 +161,7 @@ def test_the_background_build_reads_names_only_once_the_saved_lexical_index_is_i
 
     counted, started = [], []
     real_count, real_install, real_warm = lexical_index.identifier_counts, crux_nb.opening.install_indexes, \
-        crux_nb.opening.warm
+        crux_nb.warming.warm
 
     def slow_install(state, indexes):
         time.sleep(0.5)  # a slow disk: the background build has every chance to run first
@@ -169,7 +169,7 @@ def test_the_background_build_reads_names_only_once_the_saved_lexical_index_is_i
 
     monkeypatch.setattr(lexical_index, "identifier_counts", lambda texts: counted.append(1) or real_count(texts))
     monkeypatch.setattr(crux_nb.opening, "install_indexes", slow_install)
-    monkeypatch.setattr(crux_nb.opening, "warm", lambda kb, **k: started.append(real_warm(kb, **k)) or started[-1])
+    monkeypatch.setattr(crux_nb.warming, "warm", lambda kb, **k: started.append(real_warm(kb, **k)) or started[-1])
     monkeypatch.setattr(crux_nb.warming, "WARM_MIN_CHUNKS", 1)
     crux_nb.open(saved_sample)
     started[0].join(30)

@@ -157,7 +157,8 @@ def _bytes_per_row(frame: pd.DataFrame) -> float:
             total += 8 * len(rows)
         else:  # value by value: a take of an Arrow column of many chunks would join them all first
             array = values.array
-            total += float(sum(len(v) if isinstance(v, (str, bytes)) else len(str(v)) for v in map(array.__getitem__, rows)))
+            values = map(array.__getitem__, rows)
+            total += float(sum(len(v) if isinstance(v, (str, bytes)) else len(str(v)) for v in values))
     return max(total / len(rows), 1.0)
 
 

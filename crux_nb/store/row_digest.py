@@ -84,7 +84,8 @@ def _column_digest(column: pa.ChunkedArray) -> bytes:
             values.update(memoryview(chunk.buffers()[1])[chunk.offset * width:(chunk.offset + n) * width])
         else:
             wide = pa.types.is_large_string(kind) or pa.types.is_large_binary(kind)
-            offsets = np.frombuffer(chunk.buffers()[1], dtype="<i8" if wide else "<i4")[chunk.offset:chunk.offset + n + 1]
+            offsets = np.frombuffer(chunk.buffers()[1], dtype="<i8" if wide else "<i4")
+            offsets = offsets[chunk.offset:chunk.offset + n + 1]
             lengths.update(np.diff(offsets).astype("<i8"))
             if offsets[-1] > offsets[0]:
                 values.update(memoryview(chunk.buffers()[2])[int(offsets[0]):int(offsets[-1])])
