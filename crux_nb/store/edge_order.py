@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .edge_ids import id_keys
+from .parts import run_starts
 from .splice import ascending
 from .state import EVIDENCE_KEY, text_order
 
@@ -155,15 +156,14 @@ def _first_chunk(edges: pd.DataFrame, evidence: pd.DataFrame) -> pd.Series:
     ids = evidence["edge_id"]
     if not len(ids):
         return pd.Series(anchor, dtype="str")
-    values = ids.array
-    first = np.concatenate([[True], np.asarray(values[1:] != values[:-1], dtype=bool)])  # grouped by edge
-    firsts, wanted = id_keys(ids[first]), id_keys(edges["edge_id"])
+    first = run_starts(ids)  # evidence is grouped by edge
+    firsts, wanted = id_keys(ids.iloc[first]), id_keys(edges["edge_id"])
     if firsts is not None and wanted is not None:  # both ascending (in-memory order): a merge, no hash table
         where = np.minimum(np.searchsorted(firsts, wanted), len(firsts) - 1)
         where[firsts[where] != wanted] = -1
     else:
-        where = pd.Index(ids[first]).get_indexer(edges["edge_id"])
-    chunks = evidence["chunk_ref"][first].to_numpy(dtype=object)
+        where = pd.Index(ids.iloc[first]).get_indexer(edges["edge_id"])
+    chunks = evidence["chunk_ref"].iloc[first].to_numpy(dtype=object)
     found = where >= 0
     anchor[found] = chunks[where[found]]
     return pd.Series(anchor, dtype="str")

@@ -41,7 +41,7 @@ import pyarrow.parquet as pq
 from .generations import fsync_dir, generation_folder, inside, kept
 from .row_digest import row_digests
 
-__all__ = ["PART_BYTES", "PartPool", "part_pool", "cut_points", "write_table", "fsync_dir", "remember",
+__all__ = ["PART_BYTES", "PartPool", "part_pool", "cut_points", "run_starts", "write_table", "fsync_dir", "remember",
            "saved_entries", "link_unchanged"]
 
 #: About this much text (uncompressed) per part of a big table: one small change rewrites about this much.
@@ -195,7 +195,7 @@ def cut_points(frame: pd.DataFrame, *, partition_rows: int, previous_bits: int |
         column = frame[frame.columns[0]]
         if not (pd.api.types.is_string_dtype(column) or pd.api.types.is_integer_dtype(column)) or column.isna().any():
             column = pd.Series([repr(v) for v in column.tolist()], dtype="str")
-        runs = _run_starts(column)  # never cut inside one key's rows, so only a run's first key is hashed
+        runs = run_starts(column)  # never cut inside one key's rows, so only a run's first key is hashed
         keys = pd.util.hash_pandas_object(column.iloc[runs], index=False).to_numpy()
         bits = cut_bits(frame, len(runs), previous_bits, part_bytes)
         boundary = (keys[1:] & np.uint64((1 << bits) - 1)) == 0
@@ -214,8 +214,14 @@ def encode(piece: pa.Table) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def _run_starts(column: pd.Series) -> np.ndarray:
-    """The rows where ``column``'s value differs from the row before (row 0 included)."""
+def run_starts(column: pd.Series) -> np.ndarray:
+    """The rows where ``column``'s value differs from the row before (row 0 included; none when it is empty).
+
+    >>> run_starts(pd.Series(["a", "a", "b", "a"], dtype="str")).tolist()
+    [0, 2, 3]
+    """
+    if not len(column):
+        return np.zeros(0, dtype=np.int64)
     values = column.array
     differs = np.asarray(values[1:] != values[:-1], dtype=bool)
     return np.concatenate([[0], np.flatnonzero(differs) + 1]).astype(np.int64)
