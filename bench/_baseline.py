@@ -26,6 +26,9 @@ BEFORE_BULK_TRAVERSAL_INDEX = "7291b3a"
 # main before the graph's indexes were built from one factorisation of the refs, in the background from the start
 # of the open (issue 35, open part, 2026-12-05): bench/open_first.py's baseline
 BEFORE_SHARED_FACTORISATION = "3a2edf3"
+# main before BM25 tokenization split ASCII text by str.translate (issue 35, 2026-12-06): bench/tokenize_cost.py's
+# baseline
+BEFORE_FAST_TOKENIZE = "a6c9ea6"
 
 
 def checkout(ref: str = BEFORE_ISSUE_35) -> Path:

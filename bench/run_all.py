@@ -61,6 +61,8 @@ BENCHMARKS = [
      "store_cost.py", "store_cost"),
     ("open + first query of one saved knowledge base, fresh processes alternated with a baseline commit",
      "open_first.py", "open_first"),
+    ("BM25 tokenization: MB/s per corpus and a new knowledge base's first query, vs the code before",
+     "tokenize_cost.py", "tokenize_cost"),
 ]
 PLOTS_DIR = BENCH_DIR / "plots"
 HISTORY = BENCH_DIR / "HISTORY.md"  # hand-kept before/after notes, appended to RESULTS.md

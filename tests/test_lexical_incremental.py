@@ -56,9 +56,9 @@ def test_a_change_tokenizes_only_the_changed_source(monkeypatch):
     kb = _kb()
     BM25Leg().scores(kb.state, "plan")
     seen = []
-    tokenize = lexical_index.SharedTokens.tokenize
-    monkeypatch.setattr(lexical_index.SharedTokens, "tokenize",
-                        lambda self, texts: seen.append(list(texts)) or tokenize(self, texts))
+    tokenize = lexical_index.SharedTokens.tokenize_sources
+    monkeypatch.setattr(lexical_index.SharedTokens, "tokenize_sources",
+                        lambda self, sources, **k: seen.extend(map(list, sources)) or tokenize(self, sources, **k))
     kb.add_text("tiny.md", "# Tiny\n\nA tiny note.")
     kb.add_text("team-0-0.md", "# Changed\n\nPriya Raman changed this.")
     kb.remove("team-1-1.md")
