@@ -23,9 +23,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -87,26 +85,16 @@ def step_first_query(fraction: float) -> dict:
     return {"s": seconds, "chunks": len(kb.chunks), "hits": [str(h.ref) for h in hits]}
 
 
-def _child(code: Path, step: str, fraction: float) -> dict:
-    env = {**os.environ, "PYTHONPATH": f"{code}:{ROOT}"}
-    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--step", step, str(fraction)], cwd=code,
-                          env=env, capture_output=True, text=True)
-    if proc.returncode:
-        sys.stderr.write(proc.stderr)
-        raise SystemExit(f"{step} with crux_nb from {code} failed")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
 def run(baseline: str, rounds: int, fraction: float, out: Path) -> str:
-    from bench._baseline import checkout
+    from bench._baseline import checkout, run_side
     from bench._common import load_average, machine_info, markdown_table, write_summary, write_text
 
     sides = {OURS: ROOT, f"baseline {baseline}": checkout(baseline)}
     runs: dict[str, list[dict]] = {name: [] for name in sides}
     for _ in range(rounds):
         for name, code in sides.items():  # alternated: a slow minute hits both sides
-            runs[name].append({"tokenize": _child(code, "tokenize", fraction),
-                               "first": _child(code, "first", fraction)})
+            runs[name].append({step: run_side(code, Path(__file__).resolve(), ["--step", step, str(fraction)])
+                               for step in ("tokenize", "first")})
     name = f"baseline {baseline}"
     ours, theirs = runs[OURS], runs[name]
     rows, summary = [], []

@@ -94,9 +94,9 @@ class SharedTokens:
     def tokenize(self, texts: list[str]) -> tuple[np.ndarray, ...]:
         """(term ids, local chunk rows, term frequencies, chunk lengths) of one source's chunks."""
         vocab = self.vocab
-        split = [self.split(text) for text in texts]
-        lengths = np.fromiter(map(len, split), np.int64, len(split))
-        tokens = list(chain.from_iterable(split))
+        words = [self.split(text) for text in texts]
+        lengths = np.fromiter(map(len, words), np.int64, len(words))
+        tokens = list(chain.from_iterable(words))
         if not tokens:
             return (*_EMPTY, lengths)
         # new terms numbered in order of first appearance, as a setdefault per token would, and the tokens mapped
